@@ -1,0 +1,93 @@
+// Package sim is an offline messaging network: lines send to simulated
+// contacts, and simulated contacts text the lines. It lets the whole API be
+// tried and tested with no Mac and no phone.
+package sim
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"math/big"
+	"sync"
+	"time"
+
+	"github.com/blueline-app/blueline/bridge"
+)
+
+// Network is the simulated network. Its zero value is not usable; use New.
+type Network struct {
+	latency time.Duration
+
+	mu        sync.Mutex
+	delivered []bridge.Outgoing
+	failures  map[string][]error
+}
+
+// New returns a network where every send takes latency.
+func New(latency time.Duration) *Network {
+	return &Network{latency: latency, failures: map[string][]error{}}
+}
+
+// Send delivers a message to the simulated contacts of a chat.
+func (n *Network) Send(ctx context.Context, out bridge.Outgoing) (bridge.Receipt, error) {
+	if n.latency > 0 {
+		t := time.NewTimer(n.latency)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return bridge.Receipt{}, ctx.Err()
+		case <-t.C:
+		}
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if errs := n.failures[out.Chat.Identifier]; len(errs) > 0 {
+		n.failures[out.Chat.Identifier] = errs[1:]
+		return bridge.Receipt{}, errs[0]
+	}
+	n.delivered = append(n.delivered, out)
+	return bridge.Receipt{GUID: NewGUID(), SentAt: time.Now()}, nil
+}
+
+// FailSends makes the next sends to a chat identifier fail with errs, one
+// error per send, the way a flaky or refusing network would.
+func (n *Network) FailSends(identifier string, errs ...error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.failures[identifier] = append(n.failures[identifier], errs...)
+}
+
+// Delivered returns every message the network has delivered, oldest first.
+func (n *Network) Delivered() []bridge.Outgoing {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]bridge.Outgoing(nil), n.delivered...)
+}
+
+// OneToOne names the one-to-one chat of a line with contact on service.
+func OneToOne(service, contact string) bridge.Chat {
+	return bridge.Chat{GUID: servicePrefix(service) + ";-;" + contact, Identifier: contact, Participants: []string{contact}}
+}
+
+// NewGroup names a new group chat, as the network does when one is created.
+func NewGroup(service, name string, participants []string) bridge.Chat {
+	digits, _ := rand.Int(rand.Reader, new(big.Int).Exp(big.NewInt(10), big.NewInt(18), nil))
+	id := fmt.Sprintf("chat%018d", digits)
+	return bridge.Chat{GUID: servicePrefix(service) + ";+;" + id, Identifier: id, IsGroup: true, Name: name, Participants: participants}
+}
+
+func servicePrefix(service string) string {
+	if service == "sms" {
+		return "SMS"
+	}
+	return "iMessage"
+}
+
+// NewGUID returns a message GUID in the network's format (an upper-case UUID).
+func NewGUID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%X-%X-%X-%X-%X", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

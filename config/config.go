@@ -1,0 +1,221 @@
+// Package config reads Blueline's TOML configuration. Unknown keys are refused
+// and every value is checked when the file is loaded, so a typo stops the
+// daemon at start with the file, line and key at fault instead of showing up
+// later as a setting that silently did nothing.
+package config
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// Config is the whole daemon configuration.
+type Config struct {
+	Path     string   `toml:"-"` // file it was read from; "" for the embedded default
+	Server   Server   `toml:"server"`
+	Storage  Storage  `toml:"storage"`
+	Lines    []Line   `toml:"lines"`
+	Sandbox  Sandbox  `toml:"sandbox"`
+	Limits   Limits   `toml:"limits"`
+	Delivery Delivery `toml:"delivery"`
+	Sim      Sim      `toml:"sim"`
+	Log      Log      `toml:"log"`
+}
+
+// Server is where the HTTP API listens and how it is reached from outside.
+type Server struct {
+	// Listen is a host:port for the API; an empty host means all interfaces.
+	Listen string `toml:"listen"`
+	// PublicURL is the base URL clients use (behind a reverse proxy it
+	// differs from Listen); "" means PublicBaseURL derives it from Listen.
+	PublicURL string `toml:"public_url"`
+}
+
+// Storage is where the daemon keeps its database and files.
+type Storage struct {
+	// Dir is kept as written, relative to the daemon's working directory;
+	// use Config.DataDir for the absolute form.
+	Dir string `toml:"dir"`
+}
+
+// Line is one phone number or account the daemon sends and receives through.
+type Line struct {
+	Handle           string `toml:"handle"`  // normalised by handle.Normalize
+	Label            string `toml:"label"`   // shown to people, optional
+	Bridge           string `toml:"bridge"`  // "sim" or "messages"
+	Service          string `toml:"service"` // "imessage" or "sms"
+	AdvancedFeatures bool   `toml:"advanced_features"`
+}
+
+// Sandbox is the shared line every API key can reach for trying things out.
+type Sandbox struct {
+	Handle     string `toml:"handle"` // "" disables the sandbox line
+	Label      string `toml:"label"`
+	DailyQuota int    `toml:"daily_quota"` // sends per UTC day
+	// AdvancedFeatures is a pointer because the default is true, and a
+	// plain bool cannot tell "absent" from an explicit false.
+	AdvancedFeatures *bool `toml:"advanced_features"`
+}
+
+// Advanced reports whether the sandbox line has advanced features.
+func (s Sandbox) Advanced() bool {
+	return s.AdvancedFeatures == nil || *s.AdvancedFeatures
+}
+
+// Limits protect the daemon from clients that misbehave.
+type Limits struct {
+	RequestsPerHour int   `toml:"requests_per_hour"` // per API key; 0 disables the limit
+	MaxBodyBytes    int64 `toml:"max_body_bytes"`    // largest JSON request body
+}
+
+// Delivery tunes the workers that hand outgoing messages to the bridges.
+type Delivery struct {
+	MaxAttempts int      `toml:"max_attempts"`
+	Workers     int      `toml:"workers"`
+	RetryBase   Duration `toml:"retry_base"` // first retry delay, doubled each attempt
+	RetryMax    Duration `toml:"retry_max"`  // cap on the retry delay
+}
+
+// Sim tunes the offline simulated network.
+type Sim struct {
+	Latency Duration `toml:"latency"` // how long a simulated send takes
+}
+
+// Log chooses what the daemon logs and how.
+type Log struct {
+	Level  string `toml:"level"`  // "debug", "info", "warn" or "error"
+	Format string `toml:"format"` // "text" or "json"
+}
+
+// Duration is a time.Duration written in TOML as a Go duration string ("1s",
+// "250ms", "5m"); TOML has no duration type of its own.
+type Duration struct{ time.Duration }
+
+// UnmarshalText parses a Go duration string.
+func (d *Duration) UnmarshalText(text []byte) error {
+	v, err := time.ParseDuration(string(text))
+	if err != nil {
+		shown := strconv.Quote(string(text))
+		if _, err := strconv.ParseInt(string(text), 10, 64); err == nil {
+			// go-toml hands bare TOML integers to TextUnmarshalers too;
+			// show it unquoted, as it was written.
+			shown = string(text)
+		}
+		return fmt.Errorf("invalid duration %s: write a quoted number with a unit, such as \"250ms\", \"1s\" or \"5m\"", shown)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText writes the duration in the form UnmarshalText reads.
+func (d Duration) MarshalText() ([]byte, error) {
+	return []byte(d.Duration.String()), nil
+}
+
+// defaultTOML is the configuration used when no file is given.
+//
+//go:embed default.toml
+var defaultTOML []byte
+
+// defaultName names the embedded configuration in error messages.
+const defaultName = "(embedded default)"
+
+// Default returns the embedded default configuration: a sandbox line and one
+// simulated line, listening on 127.0.0.1:8080. Each call returns a fresh copy
+// the caller may change.
+func Default() *Config {
+	c, err := Parse(defaultName, defaultTOML)
+	if err != nil {
+		// default.toml ships inside the binary, so this is a build mistake
+		// that the package tests catch, never a user error.
+		panic(err)
+	}
+	return c
+}
+
+// Load reads, decodes and checks the configuration file at path.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &fileError{file: path, err: err}
+	}
+	c, err := Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	c.Path = path
+	return c, nil
+}
+
+// Parse decodes and checks a configuration document; name identifies it in
+// error messages. Settings the document leaves out take their defaults, and
+// handles are stored in their normalised form. Path is left empty: Parse
+// cannot know whether name is a file.
+func Parse(name string, data []byte) (*Config, error) {
+	c := defaults()
+	// Decoding over the defaults is what lets an absent key keep its default
+	// while an explicit zero (requests_per_hour = 0) still counts.
+	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
+	if err := dec.Decode(c); err != nil {
+		return nil, decodeError(name, err)
+	}
+	if err := c.check(name); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// defaults holds the value of every setting a document may leave out. Lines
+// are not here: their per-line defaults are filled in by check.
+func defaults() *Config {
+	return &Config{
+		Server:  Server{Listen: "127.0.0.1:8080"},
+		Storage: Storage{Dir: "./blueline-data"},
+		Sandbox: Sandbox{Label: "Sandbox", DailyQuota: 50},
+		Limits:  Limits{RequestsPerHour: 1000, MaxBodyBytes: 1 << 20},
+		Delivery: Delivery{
+			MaxAttempts: 5,
+			Workers:     4,
+			RetryBase:   Duration{time.Second},
+			RetryMax:    Duration{5 * time.Minute},
+		},
+		Log: Log{Level: "info", Format: "text"},
+	}
+}
+
+// DataDir returns the absolute form of Storage.Dir, so that the data folder
+// stays the same if the process later changes its working directory.
+func (c *Config) DataDir() string {
+	abs, err := filepath.Abs(c.Storage.Dir)
+	if err != nil {
+		return filepath.Clean(c.Storage.Dir)
+	}
+	return abs
+}
+
+// PublicBaseURL returns the URL clients reach the API at, without a trailing
+// slash: public_url when set, else one built from listen. A wildcard listen
+// host is not an address anyone can connect to, so 127.0.0.1 stands in for it.
+// With port 0 the real port is only known once the daemon listens.
+func (c *Config) PublicBaseURL() string {
+	if c.Server.PublicURL != "" {
+		return strings.TrimRight(c.Server.PublicURL, "/")
+	}
+	host, port, err := net.SplitHostPort(c.Server.Listen)
+	if err != nil {
+		return "http://" + c.Server.Listen
+	}
+	if host == "" || net.ParseIP(host).IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}

@@ -1,0 +1,461 @@
+package config_test
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blueline-app/blueline/config"
+	"github.com/blueline-app/blueline/handle"
+)
+
+// oneLine is the smallest valid document; cases append their own tables
+// before it so its keys stay inside [[lines]].
+const oneLine = "[[lines]]\nhandle = \"+15550000001\"\n"
+
+// writeConfig puts doc in a fresh file and returns its path.
+func writeConfig(t *testing.T, doc string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "blueline.toml")
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func mustLoad(t *testing.T, doc string) *config.Config {
+	t.Helper()
+	c, err := config.Load(writeConfig(t, doc))
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	return c
+}
+
+func TestDefault(t *testing.T) {
+	c := config.Default() // panics if the embedded file is broken
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"Path", c.Path, ""},
+		{"Server.Listen", c.Server.Listen, "127.0.0.1:8080"},
+		{"Server.PublicURL", c.Server.PublicURL, ""},
+		{"PublicBaseURL", c.PublicBaseURL(), "http://127.0.0.1:8080"},
+		{"Storage.Dir", c.Storage.Dir, "./blueline-data"},
+		{"len(Lines)", len(c.Lines), 1},
+		{"Sandbox.Handle", c.Sandbox.Handle, "+15550000000"},
+		{"Sandbox.Label", c.Sandbox.Label, "Sandbox"},
+		{"Sandbox.DailyQuota", c.Sandbox.DailyQuota, 50},
+		{"Sandbox.Advanced", c.Sandbox.Advanced(), true},
+		{"Limits.RequestsPerHour", c.Limits.RequestsPerHour, 1000},
+		{"Limits.MaxBodyBytes", c.Limits.MaxBodyBytes, int64(1 << 20)},
+		{"Delivery.MaxAttempts", c.Delivery.MaxAttempts, 5},
+		{"Delivery.Workers", c.Delivery.Workers, 4},
+		{"Delivery.RetryBase", c.Delivery.RetryBase.Duration, time.Second},
+		{"Delivery.RetryMax", c.Delivery.RetryMax.Duration, 5 * time.Minute},
+		{"Sim.Latency", c.Sim.Latency.Duration, time.Duration(0)},
+		{"Log.Level", c.Log.Level, "info"},
+		{"Log.Format", c.Log.Format, "text"},
+	}
+	for _, ch := range checks {
+		if ch.got != ch.want {
+			t.Errorf("%s = %v, want %v", ch.name, ch.got, ch.want)
+		}
+	}
+	want := config.Line{Handle: "+15550000001", Label: "Main line", Bridge: "sim", Service: "imessage", AdvancedFeatures: true}
+	if len(c.Lines) == 1 && c.Lines[0] != want {
+		t.Errorf("Lines[0] = %+v, want %+v", c.Lines[0], want)
+	}
+
+	// Callers may adjust what they get; the next caller must not see it.
+	c.Lines[0].Label = "changed"
+	if got := config.Default().Lines[0].Label; got != "Main line" {
+		t.Errorf("second Default() sees the first caller's change: label %q", got)
+	}
+}
+
+func TestExampleFile(t *testing.T) {
+	const path = "../config.example.toml"
+	c, err := config.Load(path)
+	if err != nil {
+		t.Fatalf("the example configuration must load: %v", err)
+	}
+	if c.Path != path {
+		t.Errorf("Path = %q, want %q", c.Path, path)
+	}
+	if c.Server.Listen != "127.0.0.1:8080" || c.Storage.Dir != "./blueline-data" {
+		t.Errorf("server/storage = %q, %q", c.Server.Listen, c.Storage.Dir)
+	}
+	if len(c.Lines) != 1 || c.Lines[0].Handle != "+15550000001" || c.Lines[0].Bridge != "sim" {
+		t.Errorf("Lines = %+v, want the one sim line", c.Lines)
+	}
+	if c.Sandbox.Handle != "+15550000000" || c.Sandbox.DailyQuota != 50 {
+		t.Errorf("Sandbox = %+v", c.Sandbox)
+	}
+	if c.Limits.RequestsPerHour != 1000 || c.Delivery.RetryMax.Duration != 5*time.Minute {
+		t.Errorf("commented-out settings did not keep their defaults: %+v %+v", c.Limits, c.Delivery)
+	}
+}
+
+// The example documents settings commented out; uncommented they must still
+// be valid, or copying a line from it would break someone's daemon.
+func TestExampleFileUncommented(t *testing.T) {
+	data, err := os.ReadFile("../config.example.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for line := range strings.Lines(string(data)) {
+		// A setting is "# key = value": one word, then " = ".
+		if rest, ok := strings.CutPrefix(line, "# "); ok {
+			if key, _, ok := strings.Cut(rest, " = "); ok && !strings.Contains(key, " ") {
+				line = rest
+			}
+		}
+		out = append(out, line)
+	}
+	// The commented-out [[lines]] header stays commented, so its keys would
+	// land in the first line's table twice: drop them, they are checked by
+	// the messages-bridge case in TestLoadErrors instead.
+	doc := strings.Join(out, "")
+	if i := strings.Index(doc, "# [[lines]]"); i >= 0 {
+		j := strings.Index(doc[i:], "[limits]")
+		doc = doc[:i] + doc[i+j:]
+	}
+	c := mustLoad(t, doc)
+	if c.Sandbox.Label != "Sandbox" || c.Log.Format != "text" || c.Limits.MaxBodyBytes != 1<<20 {
+		t.Errorf("uncommented defaults differ: %+v %+v %+v", c.Sandbox, c.Log, c.Limits)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nope.toml")
+	_, err := config.Load(path)
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Load(missing) = %v, want fs.ErrNotExist", err)
+	}
+	if want := "config " + path + ": open " + path; !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("error %q, want prefix %q", err, want)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		doc  string
+		want []string // each must appear in the error, after "config FILE"
+	}{
+		{
+			name: "unknown key with line",
+			doc:  "[[lines]]\nhandle = \"+15550000001\"\nservise = \"sms\"\n",
+			want: []string{`:3: unknown key "lines.servise"`},
+		},
+		{
+			name: "every unknown key reported",
+			doc:  "[server]\nlisten = \"127.0.0.1:1\"\nport = 80\n[storage]\ndirectory = \"x\"\n" + oneLine,
+			want: []string{`:3: unknown key "server.port"`, `:5: unknown key "storage.directory"`},
+		},
+		{
+			name: "unknown table",
+			doc:  "[webhooks]\nurl = \"http://x\"\n" + oneLine,
+			want: []string{`:1: unknown key "webhooks"`},
+		},
+		{
+			name: "syntax error",
+			doc:  oneLine + "[server\nlisten = \"x\"\n",
+			want: []string{":3: "},
+		},
+		{
+			name: "wrong type",
+			doc:  "[sandbox]\ndaily_quota = \"ten\"\n" + oneLine,
+			want: []string{":2: sandbox.daily_quota: must be a whole number, got a TOML string"},
+		},
+		{
+			name: "lines as a number",
+			doc:  "lines = 3\n",
+			want: []string{":1: lines: must be an array of tables, got a TOML integer"},
+		},
+		{
+			name: "bad service",
+			doc:  oneLine + "[[lines]]\nhandle = \"+15550000002\"\nservice = \"mms\"\n",
+			want: []string{`lines[1].service: must be "imessage" or "sms", got "mms"`},
+		},
+		{
+			name: "bad bridge",
+			doc:  oneLine + "bridge = \"imessage\"\n",
+			want: []string{`lines[0].bridge: must be "sim" or "messages", got "imessage"`},
+		},
+		{
+			name: "duplicate line handle after normalising",
+			doc:  oneLine + "[[lines]]\nhandle = \"+1 (555) 000-0001\"\n",
+			want: []string{`lines[1].handle: "+15550000001" is already used by lines[0]`},
+		},
+		{
+			name: "sandbox handle duplicates a line",
+			doc:  "[sandbox]\nhandle = \"+1 555 000 0001\"\n" + oneLine,
+			want: []string{`sandbox.handle: "+15550000001" is already used by lines[0]`},
+		},
+		{
+			name: "bad handle",
+			doc:  "[[lines]]\nhandle = \"555-CALL-NOW\"\n",
+			want: []string{`lines[0].handle: "555-CALL-NOW" is not a phone number`},
+		},
+		{
+			name: "bad sandbox handle",
+			doc:  "[sandbox]\nhandle = \"sandbox\"\n",
+			want: []string{`sandbox.handle: "sandbox" is not a phone number`},
+		},
+		{
+			name: "missing handle",
+			doc:  "[[lines]]\nlabel = \"no number\"\n",
+			want: []string{"lines[0].handle: is required"},
+		},
+		{
+			name: "no lines at all",
+			doc:  "[server]\nlisten = \"127.0.0.1:8080\"\n",
+			want: []string{"lines: no lines configured"},
+		},
+		{
+			name: "negative quota",
+			doc:  "[sandbox]\nhandle = \"+15550000000\"\ndaily_quota = -1\n",
+			want: []string{"sandbox.daily_quota: must be at least 1, got -1"},
+		},
+		{
+			name: "bad duration",
+			doc:  "[delivery]\nretry_base = \"soon\"\n" + oneLine,
+			want: []string{`:2: delivery.retry_base: invalid duration "soon"`},
+		},
+		{
+			name: "duration without unit",
+			doc:  "[sim]\nlatency = 5\n" + oneLine,
+			want: []string{"invalid duration 5", `"1s"`},
+		},
+		{
+			name: "negative latency",
+			doc:  "[sim]\nlatency = \"-1s\"\n" + oneLine,
+			want: []string{"sim.latency: must not be negative, got -1s"},
+		},
+		{
+			name: "zero retry base",
+			doc:  "[delivery]\nretry_base = \"0s\"\n" + oneLine,
+			want: []string{"delivery.retry_base: must be more than 0s"},
+		},
+		{
+			name: "retry max below base",
+			doc:  "[delivery]\nretry_base = \"10s\"\nretry_max = \"1s\"\n" + oneLine,
+			want: []string{"delivery.retry_max: must be at least retry_base (10s), got 1s"},
+		},
+		{
+			name: "attempts and workers out of range",
+			doc:  "[delivery]\nmax_attempts = 0\nworkers = 257\n" + oneLine,
+			want: []string{"delivery.max_attempts: must be from 1 to 100, got 0", "delivery.workers: must be from 1 to 256, got 257"},
+		},
+		{
+			name: "negative requests per hour",
+			doc:  "[limits]\nrequests_per_hour = -5\n" + oneLine,
+			want: []string{"limits.requests_per_hour: must be 0 (no limit) or more, got -5"},
+		},
+		{
+			name: "tiny body limit",
+			doc:  "[limits]\nmax_body_bytes = 100\n" + oneLine,
+			want: []string{"limits.max_body_bytes: must be at least 1024, got 100"},
+		},
+		{
+			name: "listen without port",
+			doc:  "[server]\nlisten = \"localhost\"\n" + oneLine,
+			want: []string{`server.listen: must be host:port`, `got "localhost"`},
+		},
+		{
+			name: "listen port out of range",
+			doc:  "[server]\nlisten = \":70000\"\n" + oneLine,
+			want: []string{`server.listen: port must be a number from 0 to 65535, got "70000"`},
+		},
+		{
+			name: "public url not http",
+			doc:  "[server]\npublic_url = \"ftp://example.com\"\n" + oneLine,
+			want: []string{`server.public_url: must be an absolute http:// or https:// URL, got "ftp://example.com"`},
+		},
+		{
+			name: "public url relative",
+			doc:  "[server]\npublic_url = \"/blueline\"\n" + oneLine,
+			want: []string{`server.public_url: must be an absolute http:// or https:// URL`},
+		},
+		{
+			name: "public url with query",
+			doc:  "[server]\npublic_url = \"https://example.com/?x=1\"\n" + oneLine,
+			want: []string{"server.public_url: must not have a query or fragment"},
+		},
+		{
+			name: "empty storage dir",
+			doc:  "[storage]\ndir = \"\"\n" + oneLine,
+			want: []string{"storage.dir: must not be empty"},
+		},
+		{
+			name: "log level and format",
+			doc:  "[log]\nlevel = \"verbose\"\nformat = \"xml\"\n" + oneLine,
+			want: []string{
+				`log.level: must be "debug", "info", "warn" or "error", got "verbose"`,
+				`log.format: must be "text" or "json", got "xml"`,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeConfig(t, tt.doc)
+			_, err := config.Load(path)
+			if err == nil {
+				t.Fatal("Load succeeded, want an error")
+			}
+			msg := err.Error()
+			for _, line := range strings.Split(msg, "\n") {
+				if !strings.HasPrefix(line, "config "+path) {
+					t.Errorf("error line %q does not name the file", line)
+				}
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q\ndoes not contain %q", msg, w)
+				}
+			}
+		})
+	}
+}
+
+func TestBadHandleWrapsErrInvalid(t *testing.T) {
+	_, err := config.Parse("test", []byte("[[lines]]\nhandle = \"nope\"\n"))
+	if !errors.Is(err, handle.ErrInvalid) {
+		t.Fatalf("err = %v, want handle.ErrInvalid inside", err)
+	}
+}
+
+func TestParseNamesDocument(t *testing.T) {
+	_, err := config.Parse("inline.toml", []byte("[log]\nlevel = \"loud\"\n"+oneLine))
+	if err == nil || !strings.HasPrefix(err.Error(), "config inline.toml: log.level: ") {
+		t.Fatalf("err = %v, want it to start with the document name and key", err)
+	}
+}
+
+func TestRequestsPerHourAbsentVersusZero(t *testing.T) {
+	tests := []struct {
+		name string
+		doc  string
+		want int
+	}{
+		{"absent", oneLine, 1000},
+		{"table without the key", "[limits]\nmax_body_bytes = 4096\n" + oneLine, 1000},
+		{"explicit zero disables", "[limits]\nrequests_per_hour = 0\n" + oneLine, 0},
+		{"explicit value", "[limits]\nrequests_per_hour = 60\n" + oneLine, 60},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := mustLoad(t, tt.doc).Limits.RequestsPerHour; got != tt.want {
+				t.Errorf("RequestsPerHour = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestMinimalFileTakesDefaults(t *testing.T) {
+	c := mustLoad(t, oneLine)
+	want := config.Line{Handle: "+15550000001", Bridge: "sim", Service: "imessage"}
+	if c.Lines[0] != want {
+		t.Errorf("Lines[0] = %+v, want %+v", c.Lines[0], want)
+	}
+	if c.Sandbox.Handle != "" || !c.Sandbox.Advanced() || c.Sandbox.DailyQuota != 50 {
+		t.Errorf("Sandbox = %+v, want disabled with defaults", c.Sandbox)
+	}
+	if c.Server.Listen != "127.0.0.1:8080" || c.Log.Level != "info" || c.Delivery.Workers != 4 {
+		t.Errorf("defaults not applied: %+v %+v %+v", c.Server, c.Log, c.Delivery)
+	}
+}
+
+func TestSandboxAdvancedFalse(t *testing.T) {
+	c := mustLoad(t, "[sandbox]\nhandle = \"+15550000000\"\nadvanced_features = false\n")
+	if c.Sandbox.Advanced() {
+		t.Error("advanced_features = false not honoured")
+	}
+}
+
+func TestHandlesNormalised(t *testing.T) {
+	c := mustLoad(t, "[sandbox]\nhandle = \" +1 555 000 0008 \"\n"+
+		"[[lines]]\nhandle = \"+1 (555) 000-0009\"\n"+
+		"[[lines]]\nhandle = \"Jane.Doe@Example.com\"\nservice = \"imessage\"\n")
+	if got := c.Lines[0].Handle; got != "+15550000009" {
+		t.Errorf("lines[0].handle = %q, want +15550000009", got)
+	}
+	if got := c.Lines[1].Handle; got != "jane.doe@example.com" {
+		t.Errorf("lines[1].handle = %q, want jane.doe@example.com", got)
+	}
+	if got := c.Sandbox.Handle; got != "+15550000008" {
+		t.Errorf("sandbox.handle = %q, want +15550000008", got)
+	}
+}
+
+func TestPublicBaseURL(t *testing.T) {
+	tests := []struct {
+		listen, publicURL, want string
+	}{
+		{"127.0.0.1:8080", "", "http://127.0.0.1:8080"},
+		{":9000", "", "http://127.0.0.1:9000"},
+		{"0.0.0.0:80", "", "http://127.0.0.1:80"},
+		{"[::]:8080", "", "http://127.0.0.1:8080"},
+		{"[::1]:8080", "", "http://[::1]:8080"},
+		{"localhost:8080", "", "http://localhost:8080"},
+		{"0.0.0.0:8080", "https://blueline.example.com/", "https://blueline.example.com"},
+		{"127.0.0.1:8080", "https://example.com/blueline/", "https://example.com/blueline"},
+		{"127.0.0.1:8080", "http://10.0.0.5:8080", "http://10.0.0.5:8080"},
+	}
+	for _, tt := range tests {
+		doc := "[server]\nlisten = \"" + tt.listen + "\"\npublic_url = \"" + tt.publicURL + "\"\n" + oneLine
+		c, err := config.Parse("test", []byte(doc))
+		if err != nil {
+			t.Errorf("listen %q public_url %q: %v", tt.listen, tt.publicURL, err)
+			continue
+		}
+		if got := c.PublicBaseURL(); got != tt.want {
+			t.Errorf("listen %q public_url %q: PublicBaseURL() = %q, want %q", tt.listen, tt.publicURL, got, tt.want)
+		}
+	}
+}
+
+func TestDataDir(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs := filepath.Join(t.TempDir(), "data")
+	tests := []struct{ dir, want string }{
+		{"./blueline-data", filepath.Join(wd, "blueline-data")},
+		{"data/../store", filepath.Join(wd, "store")},
+		{abs, abs},
+	}
+	for _, tt := range tests {
+		c := config.Default()
+		c.Storage.Dir = tt.dir
+		if got := c.DataDir(); got != tt.want {
+			t.Errorf("DataDir() for %q = %q, want %q", tt.dir, got, tt.want)
+		}
+	}
+}
+
+func TestDurationText(t *testing.T) {
+	for _, s := range []string{"0s", "250ms", "1m30s", "5m0s"} {
+		var d config.Duration
+		if err := d.UnmarshalText([]byte(s)); err != nil {
+			t.Fatalf("UnmarshalText(%q): %v", s, err)
+		}
+		out, err := d.MarshalText()
+		if err != nil || string(out) != s {
+			t.Errorf("MarshalText after %q = %q, %v", s, out, err)
+		}
+	}
+	var d config.Duration
+	if err := d.UnmarshalText([]byte("5")); err == nil {
+		t.Error(`UnmarshalText("5") succeeded; a unit is required`)
+	}
+}

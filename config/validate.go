@@ -1,0 +1,159 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/blueline-app/blueline/handle"
+)
+
+// checker collects every problem rather than stopping at the first, so that
+// one edit of the file can fix them all.
+type checker struct {
+	file string
+	errs []error
+}
+
+func (k *checker) fail(key string, err error) {
+	k.errs = append(k.errs, &fileError{file: k.file, key: key, err: err})
+}
+
+func (k *checker) failf(key, format string, args ...any) {
+	k.fail(key, fmt.Errorf(format, args...))
+}
+
+// check fills in per-line defaults, normalises handles in place and reports
+// every invalid value, naming it by its key path.
+func (c *Config) check(file string) error {
+	k := &checker{file: file}
+	c.checkServer(k)
+	if strings.TrimSpace(c.Storage.Dir) == "" {
+		k.failf("storage.dir", "must not be empty")
+	}
+	c.checkLines(k)
+	c.checkLimits(k)
+	if c.Sim.Latency.Duration < 0 {
+		k.failf("sim.latency", "must not be negative, got %s", c.Sim.Latency)
+	}
+	oneOf(k, "log.level", c.Log.Level, "debug", "info", "warn", "error")
+	oneOf(k, "log.format", c.Log.Format, "text", "json")
+	return errors.Join(k.errs...)
+}
+
+func (c *Config) checkServer(k *checker) {
+	if _, port, err := net.SplitHostPort(c.Server.Listen); err != nil {
+		k.failf("server.listen", "must be host:port such as \"127.0.0.1:8080\" or \":8080\", got %q", c.Server.Listen)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		k.failf("server.listen", "port must be a number from 0 to 65535, got %q", port)
+	}
+
+	pub := c.Server.PublicURL
+	if pub == "" {
+		return
+	}
+	// Clients append API paths to this URL, which a query or fragment would
+	// swallow.
+	if strings.ContainsAny(pub, "?#") {
+		k.failf("server.public_url", "must not have a query or fragment, got %q", pub)
+		return
+	}
+	u, err := url.Parse(pub)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		k.failf("server.public_url", "must be an absolute http:// or https:// URL, got %q", pub)
+		return
+	}
+	c.Server.PublicURL = strings.TrimRight(pub, "/")
+}
+
+func (c *Config) checkLines(k *checker) {
+	// owner maps each normalised handle to the key that claimed it first,
+	// so a duplicate names both places.
+	owner := make(map[string]string)
+	claim := func(key, raw string) string {
+		h, err := handle.Normalize(raw)
+		if err != nil {
+			k.fail(key, fmt.Errorf("%q is %w", raw, err))
+			return raw
+		}
+		if first, ok := owner[h]; ok {
+			k.failf(key, "%q is already used by %s", h, strings.TrimSuffix(first, ".handle"))
+			return h
+		}
+		owner[h] = key
+		return h
+	}
+
+	for i := range c.Lines {
+		l := &c.Lines[i]
+		key := fmt.Sprintf("lines[%d]", i)
+		if strings.TrimSpace(l.Handle) == "" {
+			k.failf(key+".handle", "is required")
+		} else {
+			l.Handle = claim(key+".handle", l.Handle)
+		}
+		if l.Bridge == "" {
+			l.Bridge = "sim"
+		}
+		if l.Service == "" {
+			l.Service = "imessage"
+		}
+		oneOf(k, key+".bridge", l.Bridge, "sim", "messages")
+		oneOf(k, key+".service", l.Service, "imessage", "sms")
+	}
+
+	s := &c.Sandbox
+	if s.Handle != "" {
+		s.Handle = claim("sandbox.handle", s.Handle)
+	}
+	if s.DailyQuota < 1 {
+		k.failf("sandbox.daily_quota", "must be at least 1, got %d", s.DailyQuota)
+	}
+
+	if len(c.Lines) == 0 && s.Handle == "" {
+		k.failf("lines", "no lines configured: add a [[lines]] table or set sandbox.handle")
+	}
+}
+
+func (c *Config) checkLimits(k *checker) {
+	if c.Limits.RequestsPerHour < 0 {
+		k.failf("limits.requests_per_hour", "must be 0 (no limit) or more, got %d", c.Limits.RequestsPerHour)
+	}
+	if c.Limits.MaxBodyBytes < 1024 {
+		k.failf("limits.max_body_bytes", "must be at least 1024, got %d", c.Limits.MaxBodyBytes)
+	}
+
+	d := c.Delivery
+	if d.MaxAttempts < 1 || d.MaxAttempts > 100 {
+		k.failf("delivery.max_attempts", "must be from 1 to 100, got %d", d.MaxAttempts)
+	}
+	if d.Workers < 1 || d.Workers > 256 {
+		k.failf("delivery.workers", "must be from 1 to 256, got %d", d.Workers)
+	}
+	if d.RetryBase.Duration <= 0 {
+		k.failf("delivery.retry_base", "must be more than 0s, got %s", d.RetryBase)
+	} else if d.RetryMax.Duration < d.RetryBase.Duration {
+		k.failf("delivery.retry_max", "must be at least retry_base (%s), got %s", d.RetryBase, d.RetryMax)
+	}
+}
+
+// oneOf reports value unless it is one of allowed, listing the choices.
+func oneOf(k *checker, key, value string, allowed ...string) {
+	for _, a := range allowed {
+		if value == a {
+			return
+		}
+	}
+	quoted := make([]string, len(allowed))
+	for i, a := range allowed {
+		quoted[i] = strconv.Quote(a)
+	}
+	choices := strings.Join(quoted, ", ")
+	if n := len(quoted); n > 1 {
+		choices = strings.Join(quoted[:n-1], ", ") + " or " + quoted[n-1]
+	}
+	k.failf(key, "must be %s, got %q", choices, value)
+}

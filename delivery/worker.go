@@ -1,0 +1,223 @@
+// Package delivery moves accepted writes out through the network and records
+// what the network delivers in. Outbound, an outbox item goes pending →
+// claimed → sent or failed; transient failures go back to pending with a
+// backoff until max_attempts. Inbound, messages are stored with their chats.
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/blueline-app/blueline/bridge"
+	"github.com/blueline-app/blueline/storage"
+)
+
+// Options tune the worker.
+type Options struct {
+	Workers   int           // concurrent sends
+	RetryBase time.Duration // delay before the first retry, doubled for each further one
+	RetryMax  time.Duration // longest delay between attempts
+	// SendTimeout bounds one attempt; a bridge that hangs longer is retried.
+	SendTimeout time.Duration
+}
+
+// Worker delivers the outbox. Start it with Run.
+type Worker struct {
+	db      *storage.DB
+	bridges map[string]bridge.Bridge // by line ID
+	opts    Options
+	log     *slog.Logger
+}
+
+// NewWorker returns a worker sending each line's items through its bridge.
+func NewWorker(db *storage.DB, bridges map[string]bridge.Bridge, opts Options, log *slog.Logger) *Worker {
+	if opts.Workers < 1 {
+		opts.Workers = 1
+	}
+	if opts.SendTimeout == 0 {
+		opts.SendTimeout = 2 * time.Minute
+	}
+	return &Worker{db: db, bridges: bridges, opts: opts, log: log}
+}
+
+// Run delivers until ctx is cancelled, then waits for the sends under way.
+// Items left claimed by a previous run are made due again first.
+func (w *Worker) Run(ctx context.Context) error {
+	if n, err := w.db.RecoverClaimed(ctx); err != nil {
+		return fmt.Errorf("recover claimed outbox items: %w", err)
+	} else if n > 0 {
+		w.log.Info("outbox items claimed before the last stop are due again", "count", n)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { w.purgeIdempotency(ctx) })
+	// busy counts sends under way; each one reports on finished when done.
+	busy := 0
+	finished := make(chan struct{}, w.opts.Workers)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		// Claim only as many items as there are idle workers, so that an
+		// item is never claimed while nobody is ready to send it.
+		free := w.opts.Workers - busy
+		nextDue := int64(0)
+		if free > 0 {
+			items, next, err := w.db.ClaimDue(ctx, time.Now().UnixMilli(), free)
+			if err != nil {
+				w.log.Error("claim outbox items", "err", err)
+				next = time.Now().Add(time.Second).UnixMilli()
+			}
+			nextDue = next
+			for _, item := range items {
+				busy++
+				wg.Go(func() {
+					w.deliver(ctx, item)
+					finished <- struct{}{}
+				})
+			}
+			if len(items) == free {
+				continue // more may be due right now
+			}
+		}
+		wait := time.Hour
+		if nextDue > 0 {
+			wait = max(time.Until(time.UnixMilli(nextDue)), 0)
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-w.db.OutboxReady():
+		case <-timer.C:
+		case <-finished:
+			busy--
+		}
+		// Collect every other send that finished meanwhile.
+		for drained := false; !drained; {
+			select {
+			case <-finished:
+				busy--
+			default:
+				drained = true
+			}
+		}
+	}
+}
+
+// deliver makes one attempt. If the worker stops during the send, the item
+// stays claimed and the next start makes it due again.
+func (w *Worker) deliver(runCtx context.Context, item storage.OutboxItem) {
+	log := w.log.With("outbox_id", item.ID, "attempt", item.Attempts)
+	sendErr := w.send(runCtx, item)
+	ctx := context.WithoutCancel(runCtx)
+	var err error
+	switch {
+	case sendErr == nil:
+		return
+	case runCtx.Err() != nil:
+		log.Info("stopped during a send; the item is retried at the next start")
+		return
+	case bridge.IsPermanent(sendErr) || item.Attempts >= item.MaxAttempts:
+		log.Warn("outbox item failed", "err", sendErr)
+		_, err = w.db.MarkFailed(ctx, item.ID, sendErr.Error())
+	default:
+		delay := w.backoff(item.Attempts)
+		log.Info("send failed; will retry", "err", sendErr, "in", delay)
+		err = w.db.MarkRetry(ctx, item.ID, sendErr.Error(), time.Now().Add(delay).UnixMilli())
+	}
+	if err != nil {
+		log.Error("record delivery outcome", "err", err)
+	}
+}
+
+// send attempts one delivery and records a success.
+func (w *Worker) send(ctx context.Context, item storage.OutboxItem) error {
+	line, ok := w.db.LineByID(item.LineID)
+	if !ok {
+		return bridge.Permanent(fmt.Errorf("line %s is no longer configured", item.LineID))
+	}
+	b := w.bridges[item.LineID]
+	if b == nil {
+		return bridge.Permanent(fmt.Errorf("line %s has no bridge", line.Handle))
+	}
+	chat, err := w.db.ChatByID(ctx, item.ChatID)
+	if err != nil {
+		return bridge.Permanent(fmt.Errorf("chat %s: %w", item.ChatID, err))
+	}
+	out := bridge.Outgoing{
+		OutboxID:    item.ID,
+		Line:        line.Handle,
+		Service:     chat.Service,
+		Chat:        bridge.Chat{GUID: chat.GUID, Identifier: chat.Identifier, IsGroup: chat.IsGroup, Name: chat.Name, Participants: chat.Participants},
+		ReplyToGUID: item.ReplyToGUID,
+	}
+	if item.Text != nil {
+		out.Text = *item.Text
+	}
+	sendCtx, cancel := context.WithTimeout(ctx, w.opts.SendTimeout)
+	receipt, err := b.Send(sendCtx, out)
+	cancel()
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("the network did not answer within %s", w.opts.SendTimeout)
+		}
+		return err
+	}
+	now := time.Now()
+	if receipt.SentAt.IsZero() {
+		receipt.SentAt = now
+	}
+	msg := storage.Message{
+		ID:          storage.NewID("msg_"),
+		GUID:        receipt.GUID,
+		Sender:      line.Handle,
+		Text:        item.Text,
+		Service:     chat.Service,
+		IsFromMe:    true,
+		SentAt:      receipt.SentAt.UnixMilli(),
+		SyncedAt:    now.UnixMilli(),
+		ReplyToGUID: item.ReplyToGUID,
+	}
+	if _, _, err := w.db.MarkSent(context.WithoutCancel(ctx), item.ID, msg); err != nil {
+		// The network has the message; failing the item now would invite a
+		// duplicate send, so only log.
+		w.log.Error("record sent message", "outbox_id", item.ID, "err", err)
+	}
+	return nil
+}
+
+// backoff is the delay after the given failed attempt: RetryBase doubled per
+// attempt, capped at RetryMax, with equal jitter so that items failed together
+// do not retry together.
+func (w *Worker) backoff(attempt int) time.Duration {
+	d := w.opts.RetryBase
+	for i := 1; i < attempt && d < w.opts.RetryMax; i++ {
+		d *= 2
+	}
+	d = min(d, w.opts.RetryMax)
+	half := d / 2
+	return half + rand.N(half+1)
+}
+
+// purgeIdempotency forgets expired idempotency keys every hour.
+func (w *Worker) purgeIdempotency(ctx context.Context) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n, err := w.db.PurgeIdempotency(ctx); err != nil {
+				w.log.Error("purge idempotency keys", "err", err)
+			} else if n > 0 {
+				w.log.Debug("purged idempotency keys", "count", n)
+			}
+		}
+	}
+}

@@ -1,0 +1,466 @@
+// Command blueline is the Blueline daemon and its admin commands.
+//
+//	blueline serve [--config FILE]
+//	blueline keys create|list|revoke …
+//	blueline sim inbound …
+//	blueline sandbox
+//	blueline version
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/blueline-app/blueline/bridge"
+	"github.com/blueline-app/blueline/bridge/sim"
+	"github.com/blueline-app/blueline/config"
+	"github.com/blueline-app/blueline/delivery"
+	"github.com/blueline-app/blueline/server"
+	"github.com/blueline-app/blueline/storage"
+)
+
+// Stamped at build time with -ldflags "-X main.version=…".
+var (
+	version = "dev"
+	commit  = "unknown"
+	date    = "unknown"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+const usage = `Blueline: a messaging API for the lines of a Mac host, or of a simulated network.
+
+Usage:
+  blueline serve   [--config FILE]      run the daemon in the foreground
+  blueline keys create [--config FILE] --label TEXT [--scopes all|scope,…] [--lines HANDLE_OR_ID,…] [--owner NAME]
+  blueline keys list   [--config FILE]
+  blueline keys revoke [--config FILE] ID
+  blueline sim inbound [--config FILE] --line HANDLE --from HANDLE --text TEXT [--chat cht_… | --group NAME --participants a,b,c]
+  blueline sandbox [--config FILE]      show the sandbox line and its activation code
+  blueline version
+
+Without --config, the embedded default is used: 127.0.0.1:8080, data in ./blueline-data,
+a simulated sandbox line and one simulated line with advanced features.
+`
+
+// errUsage marks a command line that is wrong; it exits 2.
+var errUsage = errors.New("usage")
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "serve":
+		err = cmdServe(ctx, rest, stderr)
+	case "keys":
+		err = cmdKeys(ctx, rest, stdout)
+	case "sim":
+		err = cmdSim(ctx, rest, stdout)
+	case "sandbox":
+		err = cmdSandbox(ctx, rest, stdout)
+	case "version", "--version":
+		fmt.Fprintf(stdout, "blueline %s (commit %s, built %s)\n", version, commit, date)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+	default:
+		err = fmt.Errorf("%w: unknown command %q", errUsage, cmd)
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errUsage) || errors.Is(err, flag.ErrHelp):
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stderr, "blueline: %v\n\n", err)
+		}
+		fmt.Fprint(stderr, usage)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "blueline: %v\n", err)
+		return 1
+	}
+}
+
+// parseFlags parses flags wherever they stand among the positional
+// arguments ("revoke ID --config F" as well as "revoke --config F ID").
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, fmt.Errorf("%w: %v", errUsage, err)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return positional, nil
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+}
+
+func loadConfig(path string) (*config.Config, error) {
+	if path == "" {
+		return config.Default(), nil
+	}
+	return config.Load(path)
+}
+
+func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfgPath := fs.String("config", "", "configuration file")
+	if rest, err := parseFlags(fs, args); err != nil {
+		return err
+	} else if len(rest) > 0 {
+		return fmt.Errorf("%w: serve takes no arguments", errUsage)
+	}
+	cfg, err := loadConfig(*cfgPath)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg.Log, stderr)
+	d, err := startDaemon(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	if keys, err := d.db.Keys(ctx); err == nil && len(keys) == 0 {
+		flagCfg := ""
+		if *cfgPath != "" {
+			flagCfg = " --config " + *cfgPath
+		}
+		fmt.Fprintf(stderr, "\nNo API key exists yet. In another terminal, create one:\n\n  blueline keys create%s --label my-app --owner you@example.com\n\n", flagCfg)
+	}
+	<-ctx.Done()
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return d.Shutdown(shutdownCtx)
+}
+
+func newLogger(c config.Log, w io.Writer) *slog.Logger {
+	var level slog.Level
+	level.UnmarshalText([]byte(c.Level)) // validated by config
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// daemon is a running Blueline: storage, the API and admin listeners, and
+// the delivery worker, wired together.
+type daemon struct {
+	cfg      *config.Config
+	log      *slog.Logger
+	db       *storage.DB
+	sim      *sim.Network
+	receiver *delivery.Receiver
+	api      *http.Server
+	apiAddr  net.Addr
+	admin    *http.Server
+	stop     context.CancelFunc
+	finished chan struct{} // closed when the delivery worker has stopped
+}
+
+func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *daemon, err error) {
+	lines, err := configuredLines(cfg)
+	if err != nil {
+		return nil, err
+	}
+	db, err := storage.Open(cfg.DataDir())
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			db.Close()
+		}
+	}()
+	if lines, err = db.SyncLines(ctx, lines); err != nil {
+		return nil, err
+	}
+	network := sim.New(cfg.Sim.Latency.Duration)
+	bridges := map[string]bridge.Bridge{}
+	for _, l := range lines {
+		bridges[l.ID] = network // every line is on the simulated network for now
+	}
+	receiver := delivery.NewReceiver(db)
+	srv := server.New(db, receiver, server.Options{
+		RequestsPerHour: cfg.Limits.RequestsPerHour,
+		MaxBodyBytes:    cfg.Limits.MaxBodyBytes,
+		MaxAttempts:     cfg.Delivery.MaxAttempts,
+		SandboxQuota:    cfg.Sandbox.DailyQuota,
+	}, log)
+
+	apiLn, err := net.Listen("tcp", cfg.Server.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Server.Listen, err)
+	}
+	adminLn, err := server.ListenAdmin(cfg.DataDir())
+	if err != nil {
+		apiLn.Close()
+		return nil, err
+	}
+	d := &daemon{
+		cfg: cfg, log: log, db: db, sim: network, receiver: receiver, apiAddr: apiLn.Addr(),
+		api:      &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
+		admin:    &http.Server{Handler: srv.AdminHandler(), ReadHeaderTimeout: 10 * time.Second},
+		finished: make(chan struct{}),
+	}
+	workerCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	d.stop = stop
+	worker := delivery.NewWorker(db, bridges, delivery.Options{
+		Workers: cfg.Delivery.Workers, RetryBase: cfg.Delivery.RetryBase.Duration, RetryMax: cfg.Delivery.RetryMax.Duration,
+	}, log)
+	go func() {
+		defer close(d.finished)
+		if err := worker.Run(workerCtx); err != nil {
+			log.Error("delivery worker stopped", "err", err)
+		}
+	}()
+	go serveUntilClosed(d.api, apiLn, log)
+	go serveUntilClosed(d.admin, adminLn, log)
+	log.Info("blueline serving", "version", version, "listen", d.apiAddr.String(), "data", cfg.DataDir(),
+		"admin_socket", server.AdminSocketPath(cfg.DataDir()), "lines", len(lines))
+	return d, nil
+}
+
+func serveUntilClosed(s *http.Server, l net.Listener, log *slog.Logger) {
+	if err := s.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Error("listener stopped", "addr", l.Addr().String(), "err", err)
+	}
+}
+
+// configuredLines turns the configuration's lines into the lines to serve.
+func configuredLines(cfg *config.Config) ([]storage.Line, error) {
+	var lines []storage.Line
+	if cfg.Sandbox.Handle != "" {
+		lines = append(lines, storage.Line{Handle: cfg.Sandbox.Handle, Label: cfg.Sandbox.Label, Service: "imessage",
+			Bridge: "sim", AdvancedFeatures: cfg.Sandbox.Advanced(), IsSandbox: true})
+	}
+	for i, l := range cfg.Lines {
+		if l.Bridge != "sim" {
+			// Not built yet: say so rather than accept sends that go nowhere.
+			return nil, fmt.Errorf("config %s: lines[%d].bridge: the %q bridge is not available in this build yet; use \"sim\"", cfgName(cfg), i, l.Bridge)
+		}
+		lines = append(lines, storage.Line{Handle: l.Handle, Label: l.Label, Service: l.Service, Bridge: l.Bridge,
+			AdvancedFeatures: l.AdvancedFeatures})
+	}
+	return lines, nil
+}
+
+func cfgName(cfg *config.Config) string {
+	if cfg.Path == "" {
+		return "(embedded default)"
+	}
+	return cfg.Path
+}
+
+// Shutdown stops accepting requests, lets those in flight finish, stops the
+// delivery worker and closes the database.
+func (d *daemon) Shutdown(ctx context.Context) error {
+	err := d.api.Shutdown(ctx)
+	d.admin.Shutdown(ctx)
+	d.stop()
+	select {
+	case <-d.finished:
+	case <-ctx.Done():
+		d.log.Warn("delivery worker did not stop in time")
+	}
+	return errors.Join(err, d.db.Close())
+}
+
+func adminClient(cfgPath string) (*server.AdminClient, error) {
+	cfg, err := loadConfig(cfgPath)
+	if err != nil {
+		return nil, err
+	}
+	return server.NewAdminClient(cfg.DataDir()), nil
+}
+
+func cmdKeys(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: keys needs create, list or revoke", errUsage)
+	}
+	fs := flag.NewFlagSet("keys "+args[0], flag.ContinueOnError)
+	cfgPath := fs.String("config", "", "configuration file")
+	switch args[0] {
+	case "create":
+		label := fs.String("label", "", "what the key is for")
+		scopes := fs.String("scopes", "all", "all, or scope,scope,…")
+		lines := fs.String("lines", "", "handles or line IDs the key is limited to")
+		owner := fs.String("owner", "", "who the key belongs to")
+		if rest, err := parseFlags(fs, args[1:]); err != nil {
+			return err
+		} else if len(rest) > 0 {
+			return fmt.Errorf("%w: unexpected argument %q", errUsage, rest[0])
+		}
+		if strings.TrimSpace(*label) == "" {
+			return fmt.Errorf("%w: keys create needs --label", errUsage)
+		}
+		c, err := adminClient(*cfgPath)
+		if err != nil {
+			return err
+		}
+		var info server.KeyInfo
+		req := server.KeyRequest{Label: *label, Scopes: *scopes, Lines: splitList(*lines), Owner: *owner}
+		if err := c.Do(ctx, http.MethodPost, "/keys", req, &info); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, info.Secret)
+	case "list":
+		if rest, err := parseFlags(fs, args[1:]); err != nil {
+			return err
+		} else if len(rest) > 0 {
+			return fmt.Errorf("%w: unexpected argument %q", errUsage, rest[0])
+		}
+		c, err := adminClient(*cfgPath)
+		if err != nil {
+			return err
+		}
+		var keys struct{ Data []server.KeyInfo }
+		if err := c.Do(ctx, http.MethodGet, "/keys", nil, &keys); err != nil {
+			return err
+		}
+		for _, k := range keys.Data {
+			fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Label, scopeList(k.Scopes), orAll(k.Lines), orDash(k.Owner),
+				time.UnixMilli(k.CreatedAt).UTC().Format(time.RFC3339))
+		}
+	case "revoke":
+		rest, err := parseFlags(fs, args[1:])
+		if err != nil {
+			return err
+		}
+		if len(rest) != 1 {
+			return fmt.Errorf("%w: keys revoke takes one key ID", errUsage)
+		}
+		c, err := adminClient(*cfgPath)
+		if err != nil {
+			return err
+		}
+		if err := c.Do(ctx, http.MethodPost, "/keys/revoke", map[string]string{"id": rest[0]}, nil); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "revoked %s\n", rest[0])
+	default:
+		return fmt.Errorf("%w: unknown keys command %q", errUsage, args[0])
+	}
+	return nil
+}
+
+func scopeList(scopes []string) string {
+	if len(scopes) == len(server.Scopes) {
+		return "all"
+	}
+	return strings.Join(scopes, ",")
+}
+
+func orAll(lines []string) string {
+	if len(lines) == 0 {
+		return "all"
+	}
+	return strings.Join(lines, ",")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func cmdSim(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 0 || args[0] != "inbound" {
+		return fmt.Errorf("%w: sim needs a subcommand: inbound", errUsage)
+	}
+	fs := flag.NewFlagSet("sim inbound", flag.ContinueOnError)
+	cfgPath := fs.String("config", "", "configuration file")
+	var req server.SimInbound
+	fs.StringVar(&req.Line, "line", "", "the line that receives the message")
+	fs.StringVar(&req.From, "from", "", "the simulated contact's handle")
+	fs.StringVar(&req.Text, "text", "", "the message text")
+	fs.StringVar(&req.Chat, "chat", "", "an existing chat (cht_…) to send into")
+	fs.StringVar(&req.Group, "group", "", "name of a new group chat")
+	participants := fs.String("participants", "", "members of the new group chat, comma-separated")
+	if rest, err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	} else if len(rest) > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, rest[0])
+	}
+	if req.Line == "" || req.From == "" || req.Text == "" {
+		return fmt.Errorf("%w: sim inbound needs --line, --from and --text", errUsage)
+	}
+	if (req.Group == "") != (*participants == "") {
+		return fmt.Errorf("%w: --group and --participants go together", errUsage)
+	}
+	req.Participants = splitList(*participants)
+	c, err := adminClient(*cfgPath)
+	if err != nil {
+		return err
+	}
+	var msg json.RawMessage
+	if err := c.Do(ctx, http.MethodPost, "/sim/inbound", req, &msg); err != nil {
+		return err
+	}
+	return printJSON(stdout, msg)
+}
+
+func cmdSandbox(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("sandbox", flag.ContinueOnError)
+	cfgPath := fs.String("config", "", "configuration file")
+	if rest, err := parseFlags(fs, args); err != nil {
+		return err
+	} else if len(rest) > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, rest[0])
+	}
+	c, err := adminClient(*cfgPath)
+	if err != nil {
+		return err
+	}
+	var info json.RawMessage
+	if err := c.Do(ctx, http.MethodGet, "/sandbox", nil, &info); err != nil {
+		return err
+	}
+	return printJSON(stdout, info)
+}
+
+func printJSON(w io.Writer, raw json.RawMessage) error {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return err
+	}
+	buf.WriteByte('\n')
+	_, err := w.Write(buf.Bytes())
+	return err
+}

@@ -1,0 +1,367 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/blueline-app/blueline/bridge"
+	"github.com/blueline-app/blueline/bridge/sim"
+	"github.com/blueline-app/blueline/handle"
+	"github.com/blueline-app/blueline/storage"
+)
+
+// The admin socket is how the CLI reaches the running daemon: bbolt locks
+// the database file, so no command may open it behind the daemon. It is a
+// Unix socket with mode 0600 in the data folder: no network exposure, and
+// only the daemon's user can connect.
+
+// maxSocketPath keeps under macOS's 104-byte sun_path (Linux allows 108).
+const maxSocketPath = 100
+
+// AdminSocketPath is where the daemon with data folder dir listens. When the
+// folder's path is too long for a socket, it moves to a private folder under
+// the system's temporary directory, named after the data folder so that the
+// CLI finds the same one.
+func AdminSocketPath(dir string) string {
+	p := filepath.Join(dir, "admin.sock")
+	if len(p) <= maxSocketPath {
+		return p
+	}
+	sum := sha256.Sum256([]byte(dir))
+	return filepath.Join(os.TempDir(), "blueline-"+hex.EncodeToString(sum[:8]), "admin.sock")
+}
+
+// ListenAdmin opens the admin socket for the data folder dir. A socket file
+// left by a daemon that died is replaced; one a live daemon answers on is not.
+func ListenAdmin(dir string) (net.Listener, error) {
+	path := AdminSocketPath(dir)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("admin socket folder: %w", err)
+	}
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("another daemon is already serving %s", path)
+	}
+	os.Remove(path)
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("admin socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("admin socket: %w", err)
+	}
+	return l, nil
+}
+
+// AdminHandler serves the admin socket.
+func (s *Server) AdminHandler() http.Handler {
+	r := httprouter.New()
+	wrap := func(h apiHandler) httprouter.Handle {
+		return func(w http.ResponseWriter, req *http.Request, _ httprouter.Params) {
+			if err := h(w, req); err != nil {
+				writeError(w, req, s.log, err)
+			}
+		}
+	}
+	r.POST("/keys", wrap(s.adminCreateKey))
+	r.GET("/keys", wrap(s.adminListKeys))
+	r.POST("/keys/revoke", wrap(s.adminRevokeKey))
+	r.POST("/sim/inbound", wrap(s.adminSimInbound))
+	r.GET("/sandbox", wrap(s.adminSandbox))
+	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		writeError(w, req, s.log, errNotFound("route_not_found", "", "No admin route %s %s.", req.Method, req.URL.Path))
+	})
+	return s.withRequestID(r)
+}
+
+// KeyRequest asks for a new API key.
+type KeyRequest struct {
+	Label  string   `json:"label"`
+	Scopes string   `json:"scopes"` // "all" or comma-separated
+	Lines  []string `json:"lines"`  // handles or line IDs; empty: every line
+	Owner  string   `json:"owner"`
+}
+
+// KeyInfo describes a key; Secret is set only when the key is created.
+type KeyInfo struct {
+	ID        string   `json:"id"`
+	Secret    string   `json:"key,omitempty"`
+	Label     string   `json:"label"`
+	Scopes    []string `json:"scopes"`
+	Lines     []string `json:"lines"` // handles
+	Owner     string   `json:"owner"`
+	CreatedAt int64    `json:"created_at"`
+}
+
+func (s *Server) keyInfo(k storage.Key) KeyInfo {
+	info := KeyInfo{ID: k.ID, Label: k.Label, Scopes: k.Scopes, Lines: []string{}, Owner: k.Owner, CreatedAt: k.CreatedAt}
+	for _, id := range k.LineIDs {
+		if l, ok := s.db.LineByID(id); ok {
+			info.Lines = append(info.Lines, l.Handle)
+		} else {
+			info.Lines = append(info.Lines, id)
+		}
+	}
+	return info
+}
+
+func decodeAdmin(r *http.Request, v any) error {
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(v); err != nil {
+		return errInvalidRequest("invalid_json", "The request body is not valid JSON: %v", err)
+	}
+	return nil
+}
+
+func (s *Server) adminCreateKey(w http.ResponseWriter, r *http.Request) error {
+	var req KeyRequest
+	if err := decodeAdmin(r, &req); err != nil {
+		return err
+	}
+	req.Label = strings.TrimSpace(req.Label)
+	if req.Label == "" {
+		return errMissing("label")
+	}
+	scopes, err := ParseScopes(req.Scopes)
+	if err != nil {
+		return errInvalid("scopes", "%v", err)
+	}
+	var lineIDs []string
+	for _, v := range req.Lines {
+		v = strings.TrimSpace(v)
+		l, ok := s.db.LineByID(v)
+		if !ok {
+			if h, err := handle.Normalize(v); err == nil {
+				l, ok = s.db.LineByHandle(h)
+			}
+		}
+		if !ok {
+			return errNotFound("line_not_found", "lines", "No line %q on this server.", v)
+		}
+		lineIDs = append(lineIDs, l.ID)
+	}
+	secret, hash := newKeySecret()
+	k := storage.Key{ID: storage.NewID("key_"), Label: req.Label, Scopes: scopes, LineIDs: lineIDs,
+		Owner: strings.TrimSpace(req.Owner), Hash: hash, CreatedAt: time.Now().UnixMilli()}
+	if err := s.db.CreateKey(r.Context(), k); err != nil {
+		return err
+	}
+	s.log.Info("API key created", "key_id", k.ID, "label", k.Label)
+	info := s.keyInfo(k)
+	info.Secret = secret
+	writeJSON(w, http.StatusCreated, info)
+	return nil
+}
+
+func (s *Server) adminListKeys(w http.ResponseWriter, r *http.Request) error {
+	keys, err := s.db.Keys(r.Context())
+	if err != nil {
+		return err
+	}
+	out := make([]KeyInfo, len(keys))
+	for i, k := range keys {
+		out[i] = s.keyInfo(k)
+	}
+	writeJSON(w, http.StatusOK, newList(r.Context(), out, nil))
+	return nil
+}
+
+func (s *Server) adminRevokeKey(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		ID string `json:"id"`
+	}
+	if err := decodeAdmin(r, &req); err != nil {
+		return err
+	}
+	err := s.db.RevokeKey(r.Context(), req.ID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return errNotFound("key_not_found", "id", "No active key %q.", req.ID)
+	}
+	if err != nil {
+		return err
+	}
+	s.log.Info("API key revoked", "key_id", req.ID)
+	writeJSON(w, http.StatusOK, map[string]any{"id": req.ID, "revoked": true, "request_id": requestID(r.Context())})
+	return nil
+}
+
+// SimInbound is a message a simulated contact sends to a line.
+type SimInbound struct {
+	Line         string   `json:"line"`
+	From         string   `json:"from"`
+	Text         string   `json:"text"`
+	Chat         string   `json:"chat"`         // an existing chat (cht_…)
+	Group        string   `json:"group"`        // name of a new group chat
+	Participants []string `json:"participants"` // members of the new group
+}
+
+func (s *Server) adminSimInbound(w http.ResponseWriter, r *http.Request) error {
+	var req SimInbound
+	if err := decodeAdmin(r, &req); err != nil {
+		return err
+	}
+	lh, err := handle.Normalize(req.Line)
+	if err != nil {
+		return errInvalid("line", "--line must be a line's handle.")
+	}
+	line, ok := s.db.LineByHandle(lh)
+	if !ok {
+		return errNotFound("line_not_found", "line", "No line %s on this server.", req.Line)
+	}
+	if line.Bridge != "sim" {
+		return errInvalid("line", "Line %s is on the %s bridge, not the simulated network.", line.Handle, line.Bridge)
+	}
+	from, err := handle.Normalize(req.From)
+	if err != nil {
+		return errInvalid("from", "--from must be a phone number or account-ID handle.")
+	}
+	if from == line.Handle {
+		return errInvalid("from", "A contact cannot have the line's own handle.")
+	}
+	if req.Text == "" {
+		return errMissing("text")
+	}
+	var chat bridge.Chat
+	switch {
+	case req.Chat != "" && req.Group != "":
+		return errInvalid("chat", "Give --chat for an existing chat or --group for a new one, not both.")
+	case req.Chat != "":
+		c, err := s.db.ChatByID(r.Context(), req.Chat)
+		if errors.Is(err, storage.ErrNotFound) || err == nil && c.LineID != line.ID {
+			return errNotFound("chat_not_found", "chat", "No chat %s on line %s.", req.Chat, line.Handle)
+		}
+		if err != nil {
+			return err
+		}
+		if !c.IsGroup && c.Identifier != from {
+			return errInvalid("chat", "Chat %s is a one-to-one chat with %s.", c.ID, c.Identifier)
+		}
+		chat = bridge.Chat{GUID: c.GUID, Identifier: c.Identifier, IsGroup: c.IsGroup, Participants: []string{from}}
+	case req.Group != "":
+		members := []string{}
+		for _, p := range req.Participants {
+			h, err := handle.Normalize(p)
+			if err != nil || h == line.Handle {
+				return errInvalid("participants", "Participant %q is not a contact's handle.", p)
+			}
+			members = append(members, h)
+		}
+		if len(members) == 0 {
+			return errMissing("participants")
+		}
+		chat = sim.NewGroup(line.Service, req.Group, members)
+	default:
+		chat = sim.OneToOne(line.Service, from)
+	}
+	text := req.Text
+	res, err := s.inbound.Record(r.Context(), bridge.Inbound{
+		Line: line.Handle, Service: line.Service, Chat: chat, GUID: sim.NewGUID(), Sender: from, Text: &text, SentAt: time.Now(),
+	})
+	if err != nil {
+		return err
+	}
+	if res.SandboxActivated {
+		s.log.Info("sandbox line activated", "line", line.Handle, "paired_handle", from)
+	}
+	writeJSON(w, http.StatusCreated, toAPIMessage(res.Message))
+	return nil
+}
+
+// SandboxInfo is what `blueline sandbox` prints.
+type SandboxInfo struct {
+	Handle         string  `json:"handle"`
+	LineID         string  `json:"line_id"`
+	ActivationCode string  `json:"activation_code"`
+	Activated      bool    `json:"activated"`
+	PairedHandle   *string `json:"paired_handle"`
+}
+
+func (s *Server) adminSandbox(w http.ResponseWriter, r *http.Request) error {
+	line, ok := s.db.SandboxLine()
+	if !ok {
+		return errNotFound("line_not_found", "", "No sandbox line is configured ([sandbox] handle).")
+	}
+	st, err := s.db.Sandbox(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, SandboxInfo{Handle: line.Handle, LineID: line.ID, ActivationCode: st.ActivationCode,
+		Activated: st.Activated, PairedHandle: nonEmpty(st.PairedHandle)})
+	return nil
+}
+
+// AdminClient talks to a running daemon over its admin socket.
+type AdminClient struct {
+	socket string
+	http   *http.Client
+}
+
+// ErrDaemonNotRunning is returned when nothing answers on the admin socket.
+var ErrDaemonNotRunning = errors.New("the daemon is not running")
+
+// NewAdminClient returns a client for the daemon with data folder dir.
+func NewAdminClient(dir string) *AdminClient {
+	socket := AdminSocketPath(dir)
+	return &AdminClient{socket: socket, http: &http.Client{
+		Timeout: 30 * time.Second,
+		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		}},
+	}}
+}
+
+// Do sends a request and decodes a successful answer into out. An answer in
+// the error shape comes back as *Error.
+func (c *AdminClient) Do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		data, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://blueline"+path, body)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		var opErr *net.OpError
+		if errors.As(err, &opErr) && opErr.Op == "dial" {
+			return fmt.Errorf("%w (no answer on %s): start it with `blueline serve`", ErrDaemonNotRunning, c.socket)
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode >= 300 {
+		var eb errorBody
+		if json.Unmarshal(data, &eb) != nil || eb.Error.Code == "" {
+			return fmt.Errorf("daemon answered %s", resp.Status)
+		}
+		return &Error{Status: resp.StatusCode, Type: eb.Error.Type, Code: eb.Error.Code, Message: eb.Error.Message, Param: eb.Error.Param}
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(data, out)
+}

@@ -1,0 +1,117 @@
+package server
+
+import (
+	"encoding/json"
+
+	"github.com/blueline-app/blueline/storage"
+)
+
+// The API's resource shapes. Storage types carry more (indexes, delivery
+// bookkeeping); these are exactly what clients see.
+
+type apiLine struct {
+	ID       string  `json:"id"`
+	Handle   string  `json:"handle"`
+	Label    *string `json:"label"`
+	Service  string  `json:"service"`
+	IsActive bool    `json:"is_active"`
+	// Not in the reference shape; tells a client which calls the line takes.
+	AdvancedFeatures bool `json:"advanced_features"`
+	IsSandbox        bool `json:"is_sandbox"`
+}
+
+func toAPILine(l storage.Line) apiLine {
+	return apiLine{ID: l.ID, Handle: l.Handle, Label: nonEmpty(l.Label), Service: l.Service, IsActive: true,
+		AdvancedFeatures: l.AdvancedFeatures, IsSandbox: l.IsSandbox}
+}
+
+type apiChat struct {
+	ID                 string   `json:"id"`
+	LineID             string   `json:"line_id"`
+	Identifier         string   `json:"identifier"`
+	Service            string   `json:"service"`
+	Name               *string  `json:"name"`
+	IsGroup            bool     `json:"is_group"`
+	Participants       []string `json:"participants"`
+	HasReceivedInbound bool     `json:"has_received_inbound"`
+	LastMessageAt      *int64   `json:"last_message_at"`
+}
+
+func toAPIChat(c storage.Chat) apiChat {
+	out := apiChat{ID: c.ID, LineID: c.LineID, Identifier: c.Identifier, Service: c.Service, Name: nonEmpty(c.Name),
+		IsGroup: c.IsGroup, Participants: c.Participants, HasReceivedInbound: c.HasReceivedInbound}
+	if out.Participants == nil {
+		out.Participants = []string{}
+	}
+	if c.LastMessageAt != 0 {
+		out.LastMessageAt = &c.LastMessageAt
+	}
+	return out
+}
+
+type apiMessage struct {
+	ID             string          `json:"id"`
+	LineID         string          `json:"line_id"`
+	ChatID         string          `json:"chat_id"`
+	GUID           string          `json:"guid"`
+	Sender         string          `json:"sender"`
+	Text           *string         `json:"text"`
+	Attachments    []apiAttachment `json:"attachments"`
+	Service        *string         `json:"service"`
+	IsFromMe       bool            `json:"is_from_me"`
+	IsAudioMessage bool            `json:"is_audio_message"`
+	SentAt         int64           `json:"sent_at"`
+	SyncedAt       int64           `json:"synced_at"`
+	OutboxID       *string         `json:"outbox_id"`
+	ReplyToGUID    *string         `json:"reply_to_guid"`
+}
+
+type apiAttachment struct {
+	Filename      *string `json:"filename"`
+	MimeType      *string `json:"mime_type"`
+	Size          *int64  `json:"size"`
+	URL           *string `json:"url"`
+	Transcription *string `json:"transcription"`
+}
+
+func toAPIMessage(m storage.Message) apiMessage {
+	out := apiMessage{ID: m.ID, LineID: m.LineID, ChatID: m.ChatID, GUID: m.GUID, Sender: m.Sender, Text: m.Text,
+		Attachments: make([]apiAttachment, 0, len(m.Attachments)), Service: nonEmpty(m.Service), IsFromMe: m.IsFromMe,
+		IsAudioMessage: m.IsAudioMessage, SentAt: m.SentAt, SyncedAt: m.SyncedAt,
+		OutboxID: nonEmpty(m.OutboxID), ReplyToGUID: nonEmpty(m.ReplyToGUID)}
+	for _, a := range m.Attachments {
+		size := a.Size
+		out.Attachments = append(out.Attachments, apiAttachment{Filename: nonEmpty(a.Filename), MimeType: nonEmpty(a.MimeType),
+			Size: &size, Transcription: a.Transcription})
+	}
+	return out
+}
+
+type apiOutboxItem struct {
+	ID          string          `json:"id"`
+	LineID      string          `json:"line_id"`
+	Status      string          `json:"status"`
+	Payload     json.RawMessage `json:"payload"`
+	CompletedAt *int64          `json:"completed_at"`
+	Error       *string         `json:"error"`
+	Attempts    int             `json:"attempts"`
+	MaxAttempts int             `json:"max_attempts"`
+	CreatedAt   int64           `json:"created_at"`
+	RequestID   string          `json:"request_id"`
+}
+
+func toAPIOutboxItem(o storage.OutboxItem, requestID string) apiOutboxItem {
+	out := apiOutboxItem{ID: o.ID, LineID: o.LineID, Status: o.Status, Payload: o.Payload, Error: nonEmpty(o.Error),
+		Attempts: o.Attempts, MaxAttempts: o.MaxAttempts, CreatedAt: o.CreatedAt, RequestID: requestID}
+	if o.CompletedAt != 0 {
+		out.CompletedAt = &o.CompletedAt
+	}
+	return out
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

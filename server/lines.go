@@ -1,0 +1,21 @@
+package server
+
+import (
+	"net/http"
+	"slices"
+)
+
+// listLines returns every line the key may use. The list is short and
+// complete (has_more false): the SDK pages lines by asking again without a
+// cursor.
+func (s *Server) listLines(w http.ResponseWriter, r *http.Request) error {
+	key := apiKey(r.Context())
+	var out []apiLine
+	for _, l := range s.db.Lines() {
+		if l.IsSandbox || len(key.LineIDs) == 0 || slices.Contains(key.LineIDs, l.ID) {
+			out = append(out, toAPILine(l))
+		}
+	}
+	writeJSON(w, http.StatusOK, newList(r.Context(), out, nil))
+	return nil
+}

@@ -1,0 +1,197 @@
+package server
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/blueline-app/blueline/handle"
+	"github.com/blueline-app/blueline/storage"
+)
+
+// body is a decoded JSON object. Fields are decoded one by one so that a
+// wrong type names the parameter at fault; unknown fields are ignored.
+type body map[string]json.RawMessage
+
+func (s *Server) readBody(r *http.Request) (body, error) {
+	data, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, &Error{Status: http.StatusRequestEntityTooLarge, Type: typeInvalidRequest, Code: "request_too_large",
+				Message: "The request body is larger than " + strconv.FormatInt(s.opts.MaxBodyBytes, 10) + " bytes."}
+		}
+		return nil, errInvalidRequest("invalid_json", "The request body could not be read.")
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, errInvalidRequest("invalid_json", "The request body is empty; send a JSON object.")
+	}
+	if !utf8.Valid(data) {
+		return nil, errInvalidRequest("invalid_json", "The request body is not valid UTF-8.")
+	}
+	var b body
+	if err := json.Unmarshal(data, &b); err != nil || b == nil {
+		return nil, errInvalidRequest("invalid_json", "The request body is not a valid JSON object.")
+	}
+	return b, nil
+}
+
+// str returns a string field; absent and null are "".
+func (b body) str(name string) (string, error) {
+	raw, ok := b[name]
+	if !ok || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", errInvalid(name, "%s must be a string.", name)
+	}
+	return s, nil
+}
+
+// optStr is str that tells absent or null (nil) from a string.
+func (b body) optStr(name string) (*string, error) {
+	raw, ok := b[name]
+	if !ok || string(raw) == "null" {
+		return nil, nil
+	}
+	s, err := b.str(name)
+	return &s, err
+}
+
+func (b body) strings(name string) ([]string, error) {
+	raw, ok := b[name]
+	if !ok || string(raw) == "null" {
+		return nil, nil
+	}
+	var out []string
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, errInvalid(name, "%s must be an array of strings.", name)
+	}
+	return out, nil
+}
+
+func (b body) required(name string) (string, error) {
+	s, err := b.str(name)
+	if err == nil && strings.TrimSpace(s) == "" {
+		return "", errMissing(name)
+	}
+	return s, err
+}
+
+func queryRequired(r *http.Request, name string) (string, error) {
+	v := strings.TrimSpace(r.URL.Query().Get(name))
+	if v == "" {
+		return "", errMissing(name)
+	}
+	return v, nil
+}
+
+// queryHandle is queryRequired for a handle. An unencoded "+" in a query
+// string decodes as a space, so "?from=+15550001111" (what curl sends when
+// typed by hand) arrives as " 15550001111": restore the plus.
+func queryHandle(r *http.Request, name string) (string, error) {
+	raw := r.URL.Query().Get(name)
+	if len(raw) > 1 && raw[0] == ' ' && raw[1] >= '0' && raw[1] <= '9' {
+		raw = "+" + raw[1:]
+	}
+	if strings.TrimSpace(raw) == "" {
+		return "", errMissing(name)
+	}
+	return strings.TrimSpace(raw), nil
+}
+
+const (
+	defaultLimit = 50
+	maxLimit     = 100
+)
+
+func parseLimit(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return defaultLimit, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxLimit {
+		return 0, errInvalid("limit", "limit must be an integer from 1 to %d.", maxLimit)
+	}
+	return n, nil
+}
+
+// Cursors are opaque to clients: a kind letter and the storage position,
+// base64url-encoded. The letter stops a chat cursor being used on messages.
+func encodeCursor(kind byte, pos []byte) *string {
+	if pos == nil {
+		return nil
+	}
+	s := base64.RawURLEncoding.EncodeToString(append([]byte{kind}, pos...))
+	return &s
+}
+
+func parseCursor(r *http.Request, kind byte, size int) ([]byte, error) {
+	v := r.URL.Query().Get("cursor")
+	if v == "" {
+		return nil, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil || len(raw) != size+1 || raw[0] != kind {
+		return nil, errInvalid("cursor", "cursor is not one this endpoint returned.")
+	}
+	return raw[1:], nil
+}
+
+// lineFor resolves a line handle (or ln_ ID) named by param and checks that
+// the request's key may use it.
+func (s *Server) lineFor(r *http.Request, value, param string) (storage.Line, error) {
+	var l storage.Line
+	var ok bool
+	if strings.HasPrefix(value, "ln_") {
+		l, ok = s.db.LineByID(value)
+	} else {
+		h, err := handle.Normalize(value)
+		if err != nil {
+			return l, errInvalid(param, "%s must be a line's phone number or account-ID handle.", param)
+		}
+		l, ok = s.db.LineByHandle(h)
+	}
+	if !ok {
+		return l, errNotFound("line_not_found", param, "No line %s on this server.", value)
+	}
+	return l, checkLineAccess(apiKey(r.Context()), l)
+}
+
+// target is what a `to` parameter names: a chat by ID, or a contact's handle
+// (whose one-to-one chat may not exist yet).
+type target struct {
+	chat    storage.Chat
+	found   bool
+	contact string
+}
+
+func (s *Server) resolveTo(r *http.Request, line storage.Line, value string) (target, error) {
+	if strings.HasPrefix(value, "cht_") {
+		if !storage.ValidID(value, "cht_") {
+			return target{}, errInvalid("to", "to is not a valid chat ID.")
+		}
+		c, err := s.db.ChatByID(r.Context(), value)
+		if errors.Is(err, storage.ErrNotFound) || err == nil && c.LineID != line.ID {
+			return target{}, errNotFound("chat_not_found", "to", "No chat %s on line %s.", value, line.Handle)
+		}
+		return target{chat: c, found: true, contact: c.Identifier}, err
+	}
+	h, err := handle.Normalize(value)
+	if err != nil {
+		return target{}, errInvalid("to", "to must be a phone number, an account-ID handle or a cht_ chat ID.")
+	}
+	c, err := s.db.ChatByIdentifier(r.Context(), line.ID, h)
+	if errors.Is(err, storage.ErrNotFound) {
+		return target{contact: h}, nil
+	}
+	return target{chat: c, found: err == nil, contact: h}, err
+}

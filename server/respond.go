@@ -1,0 +1,49 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/blueline-app/blueline/storage"
+)
+
+type ctxKey int
+
+const (
+	requestIDKey ctxKey = iota
+	apiKeyKey
+)
+
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+func newRequestID() string { return storage.NewID("req_") }
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		// Our own response types always marshal; this is a programming error.
+		panic(err)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(append(data, '\n'))
+}
+
+// list is the spec's list envelope.
+type list[T any] struct {
+	Data       []T     `json:"data"`
+	HasMore    bool    `json:"has_more"`
+	NextCursor *string `json:"next_cursor"`
+	RequestID  string  `json:"request_id"`
+}
+
+func newList[T any](ctx context.Context, data []T, next *string) list[T] {
+	if data == nil {
+		data = []T{}
+	}
+	return list[T]{Data: data, HasMore: next != nil, NextCursor: next, RequestID: requestID(ctx)}
+}

@@ -1,0 +1,136 @@
+// Package server is Blueline's HTTP API: routing, authentication by API key
+// and scope, line restrictions, the spec's error shape, pagination, CORS and
+// rate limits. It also serves the local admin socket the CLI talks to.
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/blueline-app/blueline/bridge"
+	"github.com/blueline-app/blueline/storage"
+)
+
+// InboundRecorder stores what a simulated contact sends.
+type InboundRecorder interface {
+	Record(ctx context.Context, in bridge.Inbound) (storage.InboundResult, error)
+}
+
+// Options configure the server.
+type Options struct {
+	RequestsPerHour int   // per API key; 0 disables the limit
+	MaxBodyBytes    int64 // largest JSON request body
+	MaxAttempts     int   // delivery attempts per outbox item
+	SandboxQuota    int   // sandbox sends per UTC day
+}
+
+// Server serves the API.
+type Server struct {
+	db      *storage.DB
+	inbound InboundRecorder
+	opts    Options
+	log     *slog.Logger
+	limiter *limiter
+	now     func() time.Time
+}
+
+// New returns a server over db.
+func New(db *storage.DB, inbound InboundRecorder, opts Options, log *slog.Logger) *Server {
+	return &Server{db: db, inbound: inbound, opts: opts, log: log, limiter: newLimiter(opts.RequestsPerHour), now: time.Now}
+}
+
+// apiHandler handles an authenticated request; an error it returns is
+// answered in the spec's shape.
+type apiHandler func(w http.ResponseWriter, r *http.Request) error
+
+// Handler returns the API's HTTP handler.
+func (s *Server) Handler() http.Handler {
+	router := httprouter.New()
+	router.RedirectTrailingSlash = false
+	router.RedirectFixedPath = false
+	router.HandleOPTIONS = false // preflight is answered by cors below
+	router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, s.log, errNotFound("route_not_found", "", "No route %s %s.", r.Method, r.URL.Path))
+	})
+	router.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, s.log, &Error{Status: http.StatusMethodNotAllowed, Type: typeInvalidRequest, Code: "method_not_allowed",
+			Message: fmt.Sprintf("%s is not allowed on %s; allowed: %s.", r.Method, r.URL.Path, w.Header().Get("Allow"))})
+	})
+	router.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
+		writeError(w, r, s.log, fmt.Errorf("panic: %v", v))
+	}
+	s.routes(router)
+	return s.withRequestID(cors(router))
+}
+
+// api wraps a handler with authentication, the rate limit and a scope check.
+func (s *Server) api(scope string, h apiHandler) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+		if err := s.serveAPI(w, r, scope, h); err != nil {
+			writeError(w, r, s.log, err)
+		}
+	}
+}
+
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, scope string, h apiHandler) error {
+	key, err := s.authenticate(r)
+	if err != nil {
+		return err
+	}
+	if ok, wait := s.limiter.allow(key.ID, s.now()); !ok {
+		return &Error{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: "rate_limit_exceeded",
+			Message:    fmt.Sprintf("This API key made more than %d requests in the last hour.", s.opts.RequestsPerHour),
+			RetryAfter: retrySeconds(wait)}
+	}
+	if !hasScope(key, scope) {
+		return errForbidden("insufficient_scope", "This API key lacks the %s scope.", scope)
+	}
+	return h(w, r.WithContext(context.WithValue(r.Context(), apiKeyKey, key)))
+}
+
+func (s *Server) withRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := newRequestID()
+		w.Header().Set("X-Request-Id", id)
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
+		s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", sw.status,
+			"duration", time.Since(start), "request_id", id)
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// cors lets browser apps call the API. Keys travel in a header, never in
+// cookies, so any origin may call.
+func cors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", "*")
+		h.Set("Access-Control-Expose-Headers", "X-Request-Id, Retry-After, Location")
+		if r.Method == http.MethodOptions {
+			h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
+			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Idempotency-Key, X-Filename")
+			h.Set("Access-Control-Max-Age", "86400")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

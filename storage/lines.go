@@ -1,0 +1,98 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Line is a phone number or account-ID handle the daemon sends and receives
+// through. Lines come from the configuration; the database gives each a
+// stable ID the first time its handle is seen.
+type Line struct {
+	ID               string `json:"id"`
+	Handle           string `json:"handle"`
+	Label            string `json:"label"`
+	Service          string `json:"service"`
+	Bridge           string `json:"bridge"`
+	AdvancedFeatures bool   `json:"advanced_features"`
+	IsSandbox        bool   `json:"is_sandbox"`
+	CreatedAt        int64  `json:"created_at"`
+}
+
+// SyncLines records the configured lines, keeping the ID of every handle seen
+// before, and makes them the lines the daemon serves. Lines are fixed for the
+// life of the process, so lookups afterwards need no transaction.
+func (db *DB) SyncLines(ctx context.Context, configured []Line) ([]Line, error) {
+	out := make([]Line, len(configured))
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bktLines)
+		for i, l := range configured {
+			var stored Line
+			err := getJSON(b, []byte(l.Handle), &stored)
+			switch {
+			case err == nil:
+				l.ID, l.CreatedAt = stored.ID, stored.CreatedAt
+			case err == ErrNotFound:
+				l.ID, l.CreatedAt = NewID("ln_"), nowMillis()
+			default:
+				return fmt.Errorf("read line %s: %w", l.Handle, err)
+			}
+			if err := putJSON(b, []byte(l.Handle), l); err != nil {
+				return err
+			}
+			if l.IsSandbox {
+				if err := ensureSandbox(tx); err != nil {
+					return err
+				}
+			}
+			out[i] = l
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sync lines: %w", err)
+	}
+	db.mu.Lock()
+	db.lines = out
+	db.mu.Unlock()
+	return out, nil
+}
+
+// Lines returns the lines the daemon serves, in configuration order.
+func (db *DB) Lines() []Line {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	return db.lines
+}
+
+// LineByHandle finds a served line by its normalised handle.
+func (db *DB) LineByHandle(h string) (Line, bool) {
+	for _, l := range db.Lines() {
+		if l.Handle == h {
+			return l, true
+		}
+	}
+	return Line{}, false
+}
+
+// LineByID finds a served line by ID.
+func (db *DB) LineByID(id string) (Line, bool) {
+	for _, l := range db.Lines() {
+		if l.ID == id {
+			return l, true
+		}
+	}
+	return Line{}, false
+}
+
+// SandboxLine returns the sandbox line, if one is configured.
+func (db *DB) SandboxLine() (Line, bool) {
+	for _, l := range db.Lines() {
+		if l.IsSandbox {
+			return l, true
+		}
+	}
+	return Line{}, false
+}

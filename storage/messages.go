@@ -1,0 +1,235 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Message is one message in a chat, inbound or sent by the line.
+type Message struct {
+	ID             string       `json:"id"`
+	LineID         string       `json:"line_id"`
+	ChatID         string       `json:"chat_id"`
+	GUID           string       `json:"guid"`
+	Sender         string       `json:"sender"`
+	Text           *string      `json:"text"`
+	Attachments    []Attachment `json:"attachments"`
+	Service        string       `json:"service"`
+	IsFromMe       bool         `json:"is_from_me"`
+	IsAudioMessage bool         `json:"is_audio_message"`
+	SentAt         int64        `json:"sent_at"`
+	SyncedAt       int64        `json:"synced_at"`
+	OutboxID       string       `json:"outbox_id,omitempty"`
+	ReplyToGUID    string       `json:"reply_to_guid,omitempty"`
+}
+
+// Attachment is a file carried by a message.
+type Attachment struct {
+	FileID        string  `json:"file_id"`
+	Filename      string  `json:"filename"`
+	MimeType      string  `json:"mime_type"`
+	Size          int64   `json:"size"`
+	Transcription *string `json:"transcription"`
+}
+
+// MessageCursorLen is the length of a message-list cursor: sent_at ‖ seq.
+const MessageCursorLen = 16
+
+// MessageByID returns a message by its msg_ ID.
+func (db *DB) MessageByID(ctx context.Context, id string) (Message, error) {
+	var m Message
+	err := db.bolt.View(func(tx *bolt.Tx) error { return getMessage(tx, []byte(id), &m) })
+	return m, err
+}
+
+// MessageByGUID returns a message by its network GUID.
+func (db *DB) MessageByGUID(ctx context.Context, guid string) (Message, error) {
+	var m Message
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		id := tx.Bucket(bktMessageGUIDs).Get([]byte(guid))
+		if id == nil {
+			return ErrNotFound
+		}
+		return getMessage(tx, id, &m)
+	})
+	return m, err
+}
+
+func getMessage(tx *bolt.Tx, id []byte, m *Message) error {
+	key := tx.Bucket(bktMessages).Get(id)
+	if key == nil {
+		return ErrNotFound
+	}
+	return getJSON(tx.Bucket(bktChatMessages), key, m)
+}
+
+// ListMessages pages through a chat's messages, most recent first. after is
+// the cursor returned by the previous page (nil for the first). Messages that
+// arrive during a walk sort before its cursor, so the walk neither skips nor
+// repeats one.
+func (db *DB) ListMessages(ctx context.Context, chatID string, after []byte, limit int) (msgs []Message, next []byte, err error) {
+	if after != nil && len(after) != MessageCursorLen {
+		return nil, nil, ErrBadCursor
+	}
+	prefix := []byte(chatID)
+	msgs = make([]Message, 0, limit)
+	err = db.bolt.View(func(tx *bolt.Tx) error {
+		var last []byte
+		more, err := pageBackward(tx.Bucket(bktChatMessages).Cursor(), prefix, after, limit, func(k, v []byte) error {
+			var m Message
+			if err := json.Unmarshal(v, &m); err != nil {
+				return fmt.Errorf("decode message %x: %w", k, err)
+			}
+			msgs = append(msgs, m)
+			last = k
+			return nil
+		})
+		if more {
+			next = slices.Clone(last[len(prefix):])
+		}
+		return err
+	})
+	return msgs, next, err
+}
+
+// putMessage stores a new message in chat c and moves the chat's
+// last_message_at forward. The caller has loaded c in the same transaction.
+func putMessage(tx *bolt.Tx, c *Chat, m *Message) error {
+	cm := tx.Bucket(bktChatMessages)
+	seq, err := cm.NextSequence()
+	if err != nil {
+		return err
+	}
+	key := join([]byte(m.ChatID), i64(m.SentAt), u64(seq))
+	data, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	if err := cm.Put(key, data); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bktMessages).Put([]byte(m.ID), key); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bktMessageGUIDs).Put([]byte(m.GUID), []byte(m.ID)); err != nil {
+		return err
+	}
+	if m.SentAt > c.LastMessageAt {
+		old := *c
+		c.LastMessageAt = m.SentAt
+		return putChat(tx, &old, c)
+	}
+	return nil
+}
+
+// Inbound is a message the network delivered to a line (or one the line's
+// owner sent from another device). Chat describes the conversation as the
+// network knows it; its ID is used only if the chat is new.
+type Inbound struct {
+	Chat    Chat
+	Message Message
+}
+
+// InboundResult is what RecordInbound stored.
+type InboundResult struct {
+	Message Message
+	Chat    Chat
+	// Duplicate is true when a message with the same GUID was already
+	// stored; Message is then the stored one.
+	Duplicate bool
+	// SandboxActivated is true when this message activated the sandbox line.
+	SandboxActivated bool
+}
+
+// RecordInbound stores an inbound message, creating or updating its chat, in
+// one durable transaction. A GUID seen before is not stored twice.
+func (db *DB) RecordInbound(ctx context.Context, in Inbound) (InboundResult, error) {
+	line, ok := db.LineByID(in.Chat.LineID)
+	if !ok {
+		return InboundResult{}, fmt.Errorf("record inbound: line %s: %w", in.Chat.LineID, ErrNotFound)
+	}
+	var res InboundResult
+	err := db.bolt.Batch(func(tx *bolt.Tx) error {
+		res = InboundResult{}
+		if id := tx.Bucket(bktMessageGUIDs).Get([]byte(in.Message.GUID)); id != nil {
+			res.Duplicate = true
+			if err := getMessage(tx, id, &res.Message); err != nil {
+				return err
+			}
+			return getJSON(tx.Bucket(bktChats), []byte(res.Message.ChatID), &res.Chat)
+		}
+		c, err := upsertChat(tx, in.Chat, !in.Message.IsFromMe, in.Message.Sender)
+		if err != nil {
+			return err
+		}
+		m := in.Message
+		m.ChatID, m.LineID = c.ID, c.LineID
+		if m.Attachments == nil {
+			m.Attachments = []Attachment{}
+		}
+		if err := putMessage(tx, &c, &m); err != nil {
+			return err
+		}
+		if line.IsSandbox && !m.IsFromMe && m.Text != nil {
+			res.SandboxActivated, err = activateSandbox(tx, *m.Text, m.Sender)
+			if err != nil {
+				return err
+			}
+		}
+		res.Message, res.Chat = m, c
+		return nil
+	})
+	if err != nil {
+		return InboundResult{}, fmt.Errorf("record inbound: %w", err)
+	}
+	return res, nil
+}
+
+// upsertChat finds the chat by its network GUID or creates it from want.
+func upsertChat(tx *bolt.Tx, want Chat, inbound bool, sender string) (Chat, error) {
+	members := slices.Clone(want.Participants)
+	if inbound && sender != "" {
+		members = append(members, sender)
+	}
+	var c Chat
+	id := tx.Bucket(bktChatGUIDs).Get(chatGUIDKey(want.LineID, want.GUID))
+	if id == nil {
+		c = want
+		c.CreatedAt = nowMillis()
+		c.HasReceivedInbound = inbound
+		c.Participants = []string{}
+		for _, p := range members {
+			if p != "" && !slices.Contains(c.Participants, p) {
+				c.Participants = append(c.Participants, p)
+			}
+		}
+		return c, putChat(tx, nil, &c)
+	}
+	if err := getJSON(tx.Bucket(bktChats), id, &c); err != nil {
+		return Chat{}, err
+	}
+	old := c
+	changed := false
+	if inbound && !c.HasReceivedInbound {
+		c.HasReceivedInbound, changed = true, true
+	}
+	if c.IsGroup {
+		for _, p := range members {
+			if p != "" && !slices.Contains(c.Participants, p) {
+				c.Participants = append(c.Participants, p)
+				changed = true
+			}
+		}
+		if want.Name != "" && want.Name != c.Name {
+			c.Name, changed = want.Name, true
+		}
+	}
+	if !changed {
+		return c, nil
+	}
+	return c, putChat(tx, &old, &c)
+}

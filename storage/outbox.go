@@ -1,0 +1,346 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Outbox item states.
+const (
+	StatusPending = "pending"
+	StatusClaimed = "claimed"
+	StatusSent    = "sent"
+	StatusFailed  = "failed"
+)
+
+// Kinds of outbox items.
+const (
+	KindMessage = "message"
+)
+
+// OutboxItem is one accepted write waiting for, or done with, delivery.
+type OutboxItem struct {
+	ID            string          `json:"id"`
+	LineID        string          `json:"line_id"`
+	Kind          string          `json:"kind"`
+	Status        string          `json:"status"`
+	Payload       json.RawMessage `json:"payload"`
+	CompletedAt   int64           `json:"completed_at"`
+	Error         string          `json:"error"`
+	Attempts      int             `json:"attempts"`
+	MaxAttempts   int             `json:"max_attempts"`
+	CreatedAt     int64           `json:"created_at"`
+	NextAttemptAt int64           `json:"next_attempt_at"`
+
+	// What to send, resolved when the request was accepted.
+	ChatID      string   `json:"chat_id"`
+	Text        *string  `json:"text"`
+	FileIDs     []string `json:"file_ids"`
+	ReplyToGUID string   `json:"reply_to_guid"`
+	// MessageID is the stored message once the item is sent.
+	MessageID string `json:"message_id"`
+}
+
+// Errors of Enqueue.
+var (
+	ErrIdempotencyMismatch = errors.New("idempotency key reused with a different request")
+	ErrSandboxQuota        = errors.New("sandbox daily quota reached")
+)
+
+// EnqueueRequest is an accepted write to put in the outbox.
+type EnqueueRequest struct {
+	Item OutboxItem
+	// IdempotencyKey, when set, makes a retry of the same request within
+	// IdempotencyTTL return the first item. The caller scopes it to the API
+	// key; RequestHash identifies "the same request".
+	IdempotencyKey string
+	RequestHash    []byte
+	// SandboxDay, when set, counts the item against the sandbox's quota
+	// of SandboxQuota sends on that UTC day.
+	SandboxDay   string
+	SandboxQuota int
+}
+
+// IdempotencyTTL is how long an Idempotency-Key is remembered.
+const IdempotencyTTL = 24 * 60 * 60 * 1000 // ms
+
+type idempotencyRecord struct {
+	Hash      []byte `json:"hash"`
+	OutboxID  string `json:"outbox_id"`
+	CreatedAt int64  `json:"created_at"`
+}
+
+// Enqueue durably stores a new pending item (the fsync is done when it
+// returns) and wakes the delivery worker. With an idempotency key seen
+// before, it returns the first item and replayed = true instead.
+func (db *DB) Enqueue(ctx context.Context, req EnqueueRequest) (item OutboxItem, replayed bool, err error) {
+	now := nowMillis()
+	err = db.bolt.Batch(func(tx *bolt.Tx) error {
+		// Batch may run this function again; start from scratch each time.
+		item, replayed = req.Item, false
+		var idemKey []byte
+		if req.IdempotencyKey != "" {
+			idemKey = []byte(req.IdempotencyKey)
+			var rec idempotencyRecord
+			err := getJSON(tx.Bucket(bktIdempotency), idemKey, &rec)
+			if err == nil && now-rec.CreatedAt < IdempotencyTTL {
+				if !bytes.Equal(rec.Hash, req.RequestHash) {
+					return ErrIdempotencyMismatch
+				}
+				replayed = true
+				return getJSON(tx.Bucket(bktOutbox), []byte(rec.OutboxID), &item)
+			}
+			if err != nil && err != ErrNotFound {
+				return err
+			}
+		}
+		if req.SandboxDay != "" {
+			b := tx.Bucket(bktSandbox)
+			n := sandboxCount(b, req.SandboxDay)
+			if n >= req.SandboxQuota {
+				return ErrSandboxQuota
+			}
+			if n == 0 {
+				if err := dropOldQuotas(b); err != nil {
+					return err
+				}
+			}
+			if err := b.Put(quotaKey(req.SandboxDay), u64(uint64(n+1))); err != nil {
+				return err
+			}
+		}
+		item.Status, item.CreatedAt, item.NextAttemptAt = StatusPending, now, now
+		if err := putJSON(tx.Bucket(bktOutbox), []byte(item.ID), item); err != nil {
+			return err
+		}
+		if err := scheduleDue(tx, item.ID, now); err != nil {
+			return err
+		}
+		if idemKey != nil {
+			rec := idempotencyRecord{Hash: req.RequestHash, OutboxID: item.ID, CreatedAt: now}
+			if err := putJSON(tx.Bucket(bktIdempotency), idemKey, rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return OutboxItem{}, false, err
+	}
+	if !replayed {
+		db.signalOutbox()
+	}
+	return item, replayed, nil
+}
+
+func dropOldQuotas(b *bolt.Bucket) error {
+	var old [][]byte
+	c := b.Cursor()
+	prefix := []byte("quota/")
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		old = append(old, bytes.Clone(k))
+	}
+	return deleteKeys(b, old)
+}
+
+// deleteKeys deletes after iterating: deleting under a moving cursor can
+// skip the key that follows each deleted one.
+func deleteKeys(b *bolt.Bucket, keys [][]byte) error {
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func scheduleDue(tx *bolt.Tx, id string, at int64) error {
+	b := tx.Bucket(bktOutboxDue)
+	seq, err := b.NextSequence()
+	if err != nil {
+		return err
+	}
+	return b.Put(join(i64(at), u64(seq)), []byte(id))
+}
+
+// OutboxItemByID returns an outbox item.
+func (db *DB) OutboxItemByID(ctx context.Context, id string) (OutboxItem, error) {
+	var item OutboxItem
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		return getJSON(tx.Bucket(bktOutbox), []byte(id), &item)
+	})
+	return item, err
+}
+
+// ClaimDue claims up to max pending items due at or before now, oldest
+// first, counting an attempt on each. nextDue is when the earliest item
+// still pending falls due (0 when none is).
+func (db *DB) ClaimDue(ctx context.Context, now int64, max int) (items []OutboxItem, nextDue int64, err error) {
+	err = db.bolt.Update(func(tx *bolt.Tx) error {
+		items, nextDue = nil, 0
+		outbox, claimed := tx.Bucket(bktOutbox), tx.Bucket(bktOutboxClaimed)
+		c := tx.Bucket(bktOutboxDue).Cursor()
+		for k, v := c.First(); k != nil; k, v = c.First() {
+			at := int64(binary.BigEndian.Uint64(k[:8]))
+			if at > now || len(items) == max {
+				nextDue = at
+				break
+			}
+			id := bytes.Clone(v)
+			if err := c.Delete(); err != nil {
+				return err
+			}
+			var item OutboxItem
+			if err := getJSON(outbox, id, &item); err != nil {
+				return fmt.Errorf("due item %s: %w", id, err)
+			}
+			item.Status = StatusClaimed
+			item.Attempts++
+			if err := putJSON(outbox, id, item); err != nil {
+				return err
+			}
+			if err := claimed.Put(id, nil); err != nil {
+				return err
+			}
+			items = append(items, item)
+		}
+		return nil
+	})
+	return items, nextDue, err
+}
+
+// MarkSent records a successful delivery: the item becomes sent and msg is
+// stored in the item's chat, in one transaction.
+func (db *DB) MarkSent(ctx context.Context, id string, msg Message) (OutboxItem, Message, error) {
+	var item OutboxItem
+	err := db.bolt.Batch(func(tx *bolt.Tx) error {
+		m := msg
+		if err := finishClaimed(tx, id, &item); err != nil {
+			return err
+		}
+		var c Chat
+		if err := getJSON(tx.Bucket(bktChats), []byte(item.ChatID), &c); err != nil {
+			return fmt.Errorf("chat %s: %w", item.ChatID, err)
+		}
+		m.ChatID, m.LineID, m.OutboxID = c.ID, c.LineID, item.ID
+		if m.Attachments == nil {
+			m.Attachments = []Attachment{}
+		}
+		if err := putMessage(tx, &c, &m); err != nil {
+			return err
+		}
+		item.Status, item.CompletedAt, item.Error, item.MessageID = StatusSent, nowMillis(), "", m.ID
+		msg = m
+		return putJSON(tx.Bucket(bktOutbox), []byte(id), item)
+	})
+	return item, msg, err
+}
+
+// MarkRetry puts a claimed item back in the queue, due at the given time,
+// keeping reason as its last error.
+func (db *DB) MarkRetry(ctx context.Context, id, reason string, at int64) error {
+	err := db.bolt.Batch(func(tx *bolt.Tx) error {
+		var item OutboxItem
+		if err := finishClaimed(tx, id, &item); err != nil {
+			return err
+		}
+		item.Status, item.Error, item.NextAttemptAt = StatusPending, reason, at
+		if err := putJSON(tx.Bucket(bktOutbox), []byte(id), item); err != nil {
+			return err
+		}
+		return scheduleDue(tx, id, at)
+	})
+	if err == nil {
+		db.signalOutbox()
+	}
+	return err
+}
+
+// MarkFailed records that a claimed item will not be delivered.
+func (db *DB) MarkFailed(ctx context.Context, id, reason string) (OutboxItem, error) {
+	var item OutboxItem
+	err := db.bolt.Batch(func(tx *bolt.Tx) error {
+		if err := finishClaimed(tx, id, &item); err != nil {
+			return err
+		}
+		item.Status, item.Error, item.CompletedAt = StatusFailed, reason, nowMillis()
+		return putJSON(tx.Bucket(bktOutbox), []byte(id), item)
+	})
+	return item, err
+}
+
+// finishClaimed loads a claimed item and takes it off the claimed set.
+func finishClaimed(tx *bolt.Tx, id string, item *OutboxItem) error {
+	claimed := tx.Bucket(bktOutboxClaimed)
+	if claimed.Get([]byte(id)) == nil {
+		return fmt.Errorf("outbox item %s is not claimed", id)
+	}
+	if err := getJSON(tx.Bucket(bktOutbox), []byte(id), item); err != nil {
+		return err
+	}
+	return claimed.Delete([]byte(id))
+}
+
+// RecoverClaimed makes items that were claimed when the daemon stopped due
+// again. Whether their send reached the network is unknown, so they are
+// retried: delivery is at least once.
+func (db *DB) RecoverClaimed(ctx context.Context) (int, error) {
+	n := 0
+	now := nowMillis()
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		outbox := tx.Bucket(bktOutbox)
+		c := tx.Bucket(bktOutboxClaimed).Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.First() {
+			id := bytes.Clone(k)
+			if err := c.Delete(); err != nil {
+				return err
+			}
+			var item OutboxItem
+			if err := getJSON(outbox, id, &item); err != nil {
+				return fmt.Errorf("claimed item %s: %w", id, err)
+			}
+			item.Status, item.NextAttemptAt = StatusPending, now
+			if err := putJSON(outbox, id, item); err != nil {
+				return err
+			}
+			if err := scheduleDue(tx, string(id), now); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if n > 0 {
+		db.signalOutbox()
+	}
+	return n, err
+}
+
+// PurgeIdempotency forgets idempotency keys older than IdempotencyTTL.
+func (db *DB) PurgeIdempotency(ctx context.Context) (int, error) {
+	n := 0
+	cutoff := nowMillis() - IdempotencyTTL
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bktIdempotency)
+		var expired [][]byte
+		err := b.ForEach(func(k, v []byte) error {
+			var rec idempotencyRecord
+			if err := json.Unmarshal(v, &rec); err != nil || rec.CreatedAt < cutoff {
+				expired = append(expired, bytes.Clone(k))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		n = len(expired)
+		return deleteKeys(b, expired)
+	})
+	return n, err
+}
