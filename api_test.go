@@ -240,6 +240,9 @@ func TestScopesAndLineRestrictions(t *testing.T) {
 	if _, errOut, code := td.cli("keys", "create", "--label", "x", "--lines", "+15559999999"); code != 1 || !strings.Contains(errOut, "line_not_found") {
 		t.Errorf("unknown line: exit %d %q", code, errOut)
 	}
+	if _, errOut, code := td.cli("keys", "create", "--label", "a\tb"); code != 1 || !strings.Contains(errOut, "control characters") {
+		t.Errorf("label with a tab: exit %d %q", code, errOut)
+	}
 	if _, errOut, code := td.cli("keys", "create"); code != 2 || !strings.Contains(errOut, "--label") {
 		t.Errorf("no label: exit %d %q", code, errOut)
 	}

@@ -22,6 +22,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -180,7 +181,7 @@ type daemon struct {
 	apiAddr  net.Addr
 	admin    *http.Server
 	stop     context.CancelFunc
-	finished chan struct{} // closed when the delivery worker has stopped
+	finished chan struct{} // closed when the delivery worker and the bridges have stopped
 }
 
 func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *daemon, err error) {
@@ -233,17 +234,39 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *
 	worker := delivery.NewWorker(db, bridges, delivery.Options{
 		Workers: cfg.Delivery.Workers, RetryBase: cfg.Delivery.RetryBase.Duration, RetryMax: cfg.Delivery.RetryMax.Duration,
 	}, log)
-	go func() {
-		defer close(d.finished)
+	var running sync.WaitGroup
+	running.Go(func() {
 		if err := worker.Run(workerCtx); err != nil {
 			log.Error("delivery worker stopped", "err", err)
 		}
+	})
+	for _, b := range distinct(bridges) {
+		running.Go(func() {
+			if err := b.Run(workerCtx, receiver); err != nil {
+				log.Error("bridge stopped", "err", err)
+			}
+		})
+	}
+	go func() {
+		running.Wait()
+		close(d.finished)
 	}()
 	go serveUntilClosed(d.api, apiLn, log)
 	go serveUntilClosed(d.admin, adminLn, log)
 	log.Info("blueline serving", "version", version, "listen", d.apiAddr.String(), "data", cfg.DataDir(),
 		"admin_socket", server.AdminSocketPath(cfg.DataDir()), "lines", len(lines))
 	return d, nil
+}
+
+// distinct lists each bridge once, however many lines it serves.
+func distinct(bridges map[string]bridge.Bridge) []bridge.Bridge {
+	var out []bridge.Bridge
+	for _, b := range bridges {
+		if !slices.Contains(out, b) {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 func serveUntilClosed(s *http.Server, l net.Listener, log *slog.Logger) {

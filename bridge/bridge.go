@@ -54,11 +54,14 @@ type Inbound struct {
 	ReplyToGUID string
 }
 
-// Bridge sends on the lines it serves.
+// Bridge is the network behind a set of lines.
 type Bridge interface {
 	// Send delivers out and returns once the network accepted it. An error
 	// wrapped with Permanent is not worth retrying; any other is.
 	Send(ctx context.Context, out Outgoing) (Receipt, error)
+	// Run reports what arrives on the bridge's lines to sink until ctx is
+	// cancelled.
+	Run(ctx context.Context, sink Sink) error
 }
 
 // Sink takes what arrives from the network.

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -132,9 +133,13 @@ func (s *Server) adminCreateKey(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeAdmin(r, &req); err != nil {
 		return err
 	}
-	req.Label = strings.TrimSpace(req.Label)
+	req.Label, req.Owner = strings.TrimSpace(req.Label), strings.TrimSpace(req.Owner)
 	if req.Label == "" {
 		return errMissing("label")
+	}
+	// keys list prints one key per line, fields separated by tabs.
+	if strings.ContainsFunc(req.Label+req.Owner, unicode.IsControl) {
+		return errInvalid("label", "Label and owner may not contain tabs, newlines or other control characters.")
 	}
 	scopes, err := ParseScopes(req.Scopes)
 	if err != nil {
@@ -156,7 +161,7 @@ func (s *Server) adminCreateKey(w http.ResponseWriter, r *http.Request) error {
 	}
 	secret, hash := newKeySecret()
 	k := storage.Key{ID: storage.NewID("key_"), Label: req.Label, Scopes: scopes, LineIDs: lineIDs,
-		Owner: strings.TrimSpace(req.Owner), Hash: hash, CreatedAt: time.Now().UnixMilli()}
+		Owner: req.Owner, Hash: hash, CreatedAt: time.Now().UnixMilli()}
 	if err := s.db.CreateKey(r.Context(), k); err != nil {
 		return err
 	}

@@ -49,6 +49,14 @@ func (n *Network) Send(ctx context.Context, out bridge.Outgoing) (bridge.Receipt
 	return bridge.Receipt{GUID: NewGUID(), SentAt: time.Now()}, nil
 }
 
+// Run waits for ctx: nothing arrives on the simulated network by itself.
+// Simulated contacts write through `blueline sim inbound`, which the admin
+// socket records directly so that it can print the stored message.
+func (n *Network) Run(ctx context.Context, sink bridge.Sink) error {
+	<-ctx.Done()
+	return nil
+}
+
 // FailSends makes the next sends to a chat identifier fail with errs, one
 // error per send, the way a flaky or refusing network would.
 func (n *Network) FailSends(identifier string, errs ...error) {
