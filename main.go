@@ -121,6 +121,15 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// parseNoArgs parses a command's flags and refuses positional arguments.
+func parseNoArgs(fs *flag.FlagSet, args []string) error {
+	rest, err := parseFlags(fs, args)
+	if err == nil && len(rest) > 0 {
+		err = fmt.Errorf("%w: %s takes no argument %q", errUsage, fs.Name(), rest[0])
+	}
+	return err
+}
+
 func loadConfig(path string) (*config.Config, error) {
 	if path == "" {
 		return config.Default(), nil
@@ -131,10 +140,8 @@ func loadConfig(path string) (*config.Config, error) {
 func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cfgPath := fs.String("config", "", "configuration file")
-	if rest, err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	} else if len(rest) > 0 {
-		return fmt.Errorf("%w: serve takes no arguments", errUsage)
 	}
 	cfg, err := loadConfig(*cfgPath)
 	if err != nil {
@@ -334,10 +341,8 @@ func cmdKeys(ctx context.Context, args []string, stdout io.Writer) error {
 		scopes := fs.String("scopes", "all", "all, or scope,scope,…")
 		lines := fs.String("lines", "", "handles or line IDs the key is limited to")
 		owner := fs.String("owner", "", "who the key belongs to")
-		if rest, err := parseFlags(fs, args[1:]); err != nil {
+		if err := parseNoArgs(fs, args[1:]); err != nil {
 			return err
-		} else if len(rest) > 0 {
-			return fmt.Errorf("%w: unexpected argument %q", errUsage, rest[0])
 		}
 		if strings.TrimSpace(*label) == "" {
 			return fmt.Errorf("%w: keys create needs --label", errUsage)
@@ -353,10 +358,8 @@ func cmdKeys(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		fmt.Fprintln(stdout, info.Secret)
 	case "list":
-		if rest, err := parseFlags(fs, args[1:]); err != nil {
+		if err := parseNoArgs(fs, args[1:]); err != nil {
 			return err
-		} else if len(rest) > 0 {
-			return fmt.Errorf("%w: unexpected argument %q", errUsage, rest[0])
 		}
 		c, err := adminClient(*cfgPath)
 		if err != nil {
@@ -436,10 +439,8 @@ func cmdSim(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&req.Chat, "chat", "", "an existing chat (cht_…) to send into")
 	fs.StringVar(&req.Group, "group", "", "name of a new group chat")
 	participants := fs.String("participants", "", "members of the new group chat, comma-separated")
-	if rest, err := parseFlags(fs, args[1:]); err != nil {
+	if err := parseNoArgs(fs, args[1:]); err != nil {
 		return err
-	} else if len(rest) > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, rest[0])
 	}
 	if req.Line == "" || req.From == "" || req.Text == "" {
 		return fmt.Errorf("%w: sim inbound needs --line, --from and --text", errUsage)
@@ -448,42 +449,33 @@ func cmdSim(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("%w: --group and --participants go together", errUsage)
 	}
 	req.Participants = splitList(*participants)
-	c, err := adminClient(*cfgPath)
-	if err != nil {
-		return err
-	}
-	var msg json.RawMessage
-	if err := c.Do(ctx, http.MethodPost, "/sim/inbound", req, &msg); err != nil {
-		return err
-	}
-	return printJSON(stdout, msg)
+	return adminPrint(ctx, *cfgPath, http.MethodPost, "/sim/inbound", req, stdout)
 }
 
 func cmdSandbox(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("sandbox", flag.ContinueOnError)
 	cfgPath := fs.String("config", "", "configuration file")
-	if rest, err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	} else if len(rest) > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, rest[0])
 	}
-	c, err := adminClient(*cfgPath)
+	return adminPrint(ctx, *cfgPath, http.MethodGet, "/sandbox", nil, stdout)
+}
+
+// adminPrint makes an admin request and prints the answer as indented JSON.
+func adminPrint(ctx context.Context, cfgPath, method, path string, in any, w io.Writer) error {
+	c, err := adminClient(cfgPath)
 	if err != nil {
 		return err
 	}
-	var info json.RawMessage
-	if err := c.Do(ctx, http.MethodGet, "/sandbox", nil, &info); err != nil {
+	var raw json.RawMessage
+	if err := c.Do(ctx, method, path, in, &raw); err != nil {
 		return err
 	}
-	return printJSON(stdout, info)
-}
-
-func printJSON(w io.Writer, raw json.RawMessage) error {
 	var buf bytes.Buffer
 	if err := json.Indent(&buf, raw, "", "  "); err != nil {
 		return err
 	}
 	buf.WriteByte('\n')
-	_, err := w.Write(buf.Bytes())
+	_, err = w.Write(buf.Bytes())
 	return err
 }
