@@ -542,6 +542,12 @@ func TestGroupChats(t *testing.T) {
 	if msgs := td.call("GET", "/v1/messages?from="+mainLine+"&to="+chatID, key, nil).data(); len(msgs) != 3 || msgs[0]["text"] != "hello all" {
 		t.Fatalf("group history: %v", msgs)
 	}
+	// The group's identifier names it as well as its ID.
+	ident := chat["identifier"].(string)
+	if msgs := td.call("GET", "/v1/messages?from="+mainLine+"&to="+ident, key, nil).data(); len(msgs) != 3 {
+		t.Fatalf("group history by identifier: %v", msgs)
+	}
+	td.send(key, map[string]any{"from": mainLine, "to": ident, "text": "by identifier"})
 	// A one-to-one chat with alice is a different chat.
 	direct := td.inbound(mainLine, alice, "just you")
 	if direct["chat_id"] == chatID {

@@ -7,12 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/bridge/sim"
+	"github.com/blueline-app/blueline/server"
 )
 
 func decodeJSON(t *testing.T, s string, v any) {
@@ -219,6 +222,31 @@ func TestAdminCommandsWithoutDaemon(t *testing.T) {
 	}
 }
 
+// A data folder whose path is too long for a Unix socket (104 bytes on
+// macOS) still gets a working admin socket.
+func TestLongDataFolder(t *testing.T) {
+	td := startTestDaemon(t, "")
+	td.stop()
+	long := filepath.Join(t.TempDir(), strings.Repeat("deep-folder-", 10))
+	writeFile(t, td.cfgPath, testConfig(long, ""))
+	td.dataDir = long
+	td.start()
+	if sock := server.AdminSocketPath(long); len(sock) > 100 || strings.HasPrefix(sock, long) {
+		t.Fatalf("socket path %q (%d bytes)", sock, len(sock))
+	}
+	if key := td.key(); !strings.HasPrefix(key, "sk_live_") {
+		t.Fatalf("keys create through the moved socket printed %q", key)
+	}
+	fi, err := os.Stat(server.AdminSocketPath(long))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket: %v %v", fi, err)
+	}
+	short := server.AdminSocketPath(td.dataDir[:10])
+	if !strings.HasSuffix(short, "admin.sock") {
+		t.Fatalf("short path: %q", short)
+	}
+}
+
 func TestBadConfigRefused(t *testing.T) {
 	dir := t.TempDir()
 	path := dir + "/bad.toml"
@@ -248,4 +276,31 @@ func runCLI(args ...string) (stdout, stderr string, code int) {
 	var out, errOut bytes.Buffer
 	code = run(context.Background(), args, &out, &errOut)
 	return out.String(), errOut.String(), code
+}
+
+// Sends to one chat reach the network in the order they were accepted,
+// while several chats are served at once.
+func TestSendOrderPerChat(t *testing.T) {
+	td := startTestDaemon(t, "")
+	key := td.key()
+	contacts := []string{alice, bob, carol}
+	for _, c := range contacts {
+		td.inbound(mainLine, c, "hi")
+	}
+	const n = 40
+	var last string
+	for i := range n {
+		for _, c := range contacts {
+			last = td.send(key, map[string]any{"from": mainLine, "to": c, "text": fmt.Sprint(i)})["id"].(string)
+		}
+	}
+	td.waitOutbox(key, last)
+	eventually(t, 10*time.Second, func() bool { return len(td.d.sim.Delivered()) == n*len(contacts) })
+	next := map[string]int{}
+	for _, out := range td.d.sim.Delivered() {
+		if want := fmt.Sprint(next[out.Chat.Identifier]); out.Text != want {
+			t.Fatalf("to %s: got %q, want %q", out.Chat.Identifier, out.Text, want)
+		}
+		next[out.Chat.Identifier]++
+	}
 }

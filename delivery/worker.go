@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -47,6 +48,11 @@ func NewWorker(db *storage.DB, bridges map[string]bridge.Bridge, opts Options, l
 
 // Run delivers until ctx is cancelled, then waits for the sends under way.
 // Items left claimed by a previous run are made due again first.
+//
+// One dispatcher claims due items in batches and hands each to a worker
+// chosen by its chat, so a chat's messages are sent one at a time in the
+// order they were accepted (a retried send can still fall behind later
+// ones), while different chats send in parallel.
 func (w *Worker) Run(ctx context.Context) error {
 	if n, err := w.db.RecoverClaimed(ctx); err != nil {
 		return fmt.Errorf("recover claimed outbox items: %w", err)
@@ -56,31 +62,39 @@ func (w *Worker) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { w.purgeIdempotency(ctx) })
-	// busy counts sends under way; each one reports on finished when done.
-	busy := 0
-	finished := make(chan struct{}, w.opts.Workers)
+
+	// At most capacity items are claimed and not yet done; each done item
+	// reports on finished, which has room for all of them.
+	capacity := w.opts.Workers * queueDepth
+	finished := make(chan struct{}, capacity)
+	shards := make([]chan storage.OutboxItem, w.opts.Workers)
+	for i := range shards {
+		shards[i] = make(chan storage.OutboxItem, queueDepth)
+		wg.Go(func() { w.work(ctx, shards[i], finished) })
+	}
+	defer func() {
+		for _, sh := range shards {
+			close(sh)
+		}
+	}()
+
+	inflight := 0
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
-		// Claim only as many items as there are idle workers, so that an
-		// item is never claimed while nobody is ready to send it.
-		free := w.opts.Workers - busy
 		nextDue := int64(0)
-		if free > 0 {
-			items, next, err := w.db.ClaimDue(ctx, time.Now().UnixMilli(), free)
+		if free := capacity - inflight; free > 0 {
+			items, next, err := w.db.ClaimDue(ctx, time.Now().UnixMilli(), min(free, maxClaim))
 			if err != nil {
 				w.log.Error("claim outbox items", "err", err)
 				next = time.Now().Add(time.Second).UnixMilli()
 			}
 			nextDue = next
 			for _, item := range items {
-				busy++
-				wg.Go(func() {
-					w.deliver(ctx, item)
-					finished <- struct{}{}
-				})
+				inflight++
+				shards[shardOf(item.ChatID, len(shards))] <- item
 			}
-			if len(items) == free {
+			if len(items) == min(free, maxClaim) {
 				continue // more may be due right now
 			}
 		}
@@ -95,13 +109,12 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-w.db.OutboxReady():
 		case <-timer.C:
 		case <-finished:
-			busy--
+			inflight--
 		}
-		// Collect every other send that finished meanwhile.
 		for drained := false; !drained; {
 			select {
 			case <-finished:
-				busy--
+				inflight--
 			default:
 				drained = true
 			}
@@ -109,19 +122,72 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 }
 
-// deliver makes one attempt. If the worker stops during the send, the item
-// stays claimed and the next start makes it due again.
-func (w *Worker) deliver(runCtx context.Context, item storage.OutboxItem) {
+const (
+	queueDepth = 16  // claimed items waiting per worker
+	maxClaim   = 256 // items claimed in one transaction
+)
+
+func shardOf(chatID string, n int) int {
+	h := fnv.New32a()
+	h.Write([]byte(chatID))
+	return int(h.Sum32() % uint32(n))
+}
+
+// work sends the items of one shard in order. While items are queued it
+// keeps sending for up to recordWindow before recording the successes in one
+// transaction, so that a busy chat is not held to one commit per message.
+func (w *Worker) work(ctx context.Context, queue <-chan storage.OutboxItem, finished chan<- struct{}) {
+	for item := range queue {
+		var sent []storage.Sent
+		taken := 0
+		start := time.Now()
+		for more := true; more; {
+			taken++
+			// Once stopping, leave items claimed: the next start makes them
+			// due again.
+			if ctx.Err() == nil {
+				if s, ok := w.attempt(ctx, item); ok {
+					sent = append(sent, s)
+				}
+			}
+			more = false
+			if time.Since(start) < recordWindow {
+				select {
+				case item, more = <-queue:
+				default:
+				}
+			}
+		}
+		if len(sent) > 0 {
+			// The network has these messages: if recording fails, failing
+			// the items would invite duplicate sends, so only log.
+			if err := w.db.MarkSent(context.WithoutCancel(ctx), sent...); err != nil {
+				w.log.Error("record sent messages", "count", len(sent), "err", err)
+			}
+		}
+		for range taken {
+			finished <- struct{}{}
+		}
+	}
+}
+
+// recordWindow bounds how long successful sends wait to be recorded.
+const recordWindow = 20 * time.Millisecond
+
+// attempt makes one attempt at an item. A success is returned for the
+// caller to record; a failure is recorded here. If the worker stops during
+// the send, the item stays claimed and the next start makes it due again.
+func (w *Worker) attempt(runCtx context.Context, item storage.OutboxItem) (storage.Sent, bool) {
 	log := w.log.With("outbox_id", item.ID, "attempt", item.Attempts)
-	sendErr := w.send(runCtx, item)
+	sent, sendErr := w.send(runCtx, item)
 	ctx := context.WithoutCancel(runCtx)
 	var err error
 	switch {
 	case sendErr == nil:
-		return
+		return sent, true
 	case runCtx.Err() != nil:
 		log.Info("stopped during a send; the item is retried at the next start")
-		return
+		return sent, false
 	case bridge.IsPermanent(sendErr) || item.Attempts >= item.MaxAttempts:
 		log.Warn("outbox item failed", "err", sendErr)
 		_, err = w.db.MarkFailed(ctx, item.ID, sendErr.Error())
@@ -133,21 +199,23 @@ func (w *Worker) deliver(runCtx context.Context, item storage.OutboxItem) {
 	if err != nil {
 		log.Error("record delivery outcome", "err", err)
 	}
+	return sent, false
 }
 
-// send attempts one delivery and records a success.
-func (w *Worker) send(ctx context.Context, item storage.OutboxItem) error {
+// send delivers an item through its line's bridge and returns the message
+// to store for it.
+func (w *Worker) send(ctx context.Context, item storage.OutboxItem) (storage.Sent, error) {
 	line, ok := w.db.LineByID(item.LineID)
 	if !ok {
-		return bridge.Permanent(fmt.Errorf("line %s is no longer configured", item.LineID))
+		return storage.Sent{}, bridge.Permanent(fmt.Errorf("line %s is no longer configured", item.LineID))
 	}
 	b := w.bridges[item.LineID]
 	if b == nil {
-		return bridge.Permanent(fmt.Errorf("line %s has no bridge", line.Handle))
+		return storage.Sent{}, bridge.Permanent(fmt.Errorf("line %s has no bridge", line.Handle))
 	}
 	chat, err := w.db.ChatByID(ctx, item.ChatID)
 	if err != nil {
-		return bridge.Permanent(fmt.Errorf("chat %s: %w", item.ChatID, err))
+		return storage.Sent{}, bridge.Permanent(fmt.Errorf("chat %s: %w", item.ChatID, err))
 	}
 	out := bridge.Outgoing{
 		OutboxID:    item.ID,
@@ -163,16 +231,16 @@ func (w *Worker) send(ctx context.Context, item storage.OutboxItem) error {
 	receipt, err := b.Send(sendCtx, out)
 	cancel()
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("the network did not answer within %s", w.opts.SendTimeout)
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return storage.Sent{}, fmt.Errorf("the network did not answer within %s", w.opts.SendTimeout)
 		}
-		return err
+		return storage.Sent{}, err
 	}
 	now := time.Now()
 	if receipt.SentAt.IsZero() {
 		receipt.SentAt = now
 	}
-	msg := storage.Message{
+	return storage.Sent{OutboxID: item.ID, Message: storage.Message{
 		ID:          storage.NewID("msg_"),
 		GUID:        receipt.GUID,
 		Sender:      line.Handle,
@@ -182,13 +250,7 @@ func (w *Worker) send(ctx context.Context, item storage.OutboxItem) error {
 		SentAt:      receipt.SentAt.UnixMilli(),
 		SyncedAt:    now.UnixMilli(),
 		ReplyToGUID: item.ReplyToGUID,
-	}
-	if _, _, err := w.db.MarkSent(context.WithoutCancel(ctx), item.ID, msg); err != nil {
-		// The network has the message; failing the item now would invite a
-		// duplicate send, so only log.
-		w.log.Error("record sent message", "outbox_id", item.ID, "err", err)
-	}
-	return nil
+	}}, nil
 }
 
 // backoff is the delay after the given failed attempt: RetryBase doubled per

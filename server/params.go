@@ -187,7 +187,12 @@ func (s *Server) resolveTo(r *http.Request, line storage.Line, value string) (ta
 	}
 	h, err := handle.Normalize(value)
 	if err != nil {
-		return target{}, errInvalid("to", "to must be a phone number, an account-ID handle or a cht_ chat ID.")
+		// Not a handle: perhaps a group's identifier ("chat…").
+		c, err := s.db.ChatByIdentifier(r.Context(), line.ID, value)
+		if errors.Is(err, storage.ErrNotFound) {
+			return target{}, errInvalid("to", "to must be a phone number, an account-ID handle, a cht_ chat ID or a chat identifier.")
+		}
+		return target{chat: c, found: err == nil, contact: c.Identifier}, err
 	}
 	c, err := s.db.ChatByIdentifier(r.Context(), line.ID, h)
 	if errors.Is(err, storage.ErrNotFound) {

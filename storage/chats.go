@@ -37,7 +37,8 @@ func (db *DB) ChatByID(ctx context.Context, id string) (Chat, error) {
 	return c, err
 }
 
-// ChatByIdentifier returns the one-to-one chat of a line with a contact.
+// ChatByIdentifier returns a line's chat by its identifier: the contact's
+// handle for a one-to-one chat, "chat…" for a group.
 func (db *DB) ChatByIdentifier(ctx context.Context, lineID, identifier string) (Chat, error) {
 	var c Chat
 	err := db.bolt.View(func(tx *bolt.Tx) error {
@@ -101,10 +102,8 @@ func putChat(tx *bolt.Tx, old, c *Chat) error {
 		if err := tx.Bucket(bktChatGUIDs).Put(chatGUIDKey(c.LineID, c.GUID), []byte(c.ID)); err != nil {
 			return err
 		}
-		if !c.IsGroup {
-			if err := tx.Bucket(bktChatIdents).Put(join([]byte(c.LineID), []byte(c.Identifier)), []byte(c.ID)); err != nil {
-				return err
-			}
+		if err := tx.Bucket(bktChatIdents).Put(join([]byte(c.LineID), []byte(c.Identifier)), []byte(c.ID)); err != nil {
+			return err
 		}
 	}
 	data, err := json.Marshal(c)

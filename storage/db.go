@@ -33,7 +33,7 @@ var (
 	bktKeyHashes     = []byte("key_hashes")     // sha256(secret) → key ID
 	bktChats         = []byte("chats")          // chat ID → Chat
 	bktChatGUIDs     = []byte("chat_guids")     // line ID ‖ guid → chat ID
-	bktChatIdents    = []byte("chat_idents")    // line ID ‖ identifier → chat ID (one-to-one chats)
+	bktChatIdents    = []byte("chat_idents")    // line ID ‖ identifier → chat ID
 	bktChatRecent    = []byte("chat_recent")    // line ID ‖ last_message_at ‖ chat ID → nil
 	bktChatMessages  = []byte("chat_messages")  // chat ID ‖ sent_at ‖ seq → Message
 	bktMessages      = []byte("messages")       // message ID → chat_messages key
@@ -144,6 +144,15 @@ func i64(v int64) []byte { return u64(uint64(v)) }
 
 func join(parts ...[]byte) []byte {
 	return bytes.Join(parts, nil)
+}
+
+// appendOnly returns a bucket whose keys grow (time-ordered IDs, sequence
+// numbers): pages split full rather than half-full, as nothing will be
+// inserted between their keys later.
+func appendOnly(tx *bolt.Tx, name []byte) *bolt.Bucket {
+	b := tx.Bucket(name)
+	b.FillPercent = 0.95
+	return b
 }
 
 func putJSON(b *bolt.Bucket, key []byte, v any) error {

@@ -97,9 +97,10 @@ func (db *DB) ListMessages(ctx context.Context, chatID string, after []byte, lim
 }
 
 // putMessage stores a new message in chat c and moves the chat's
-// last_message_at forward. The caller has loaded c in the same transaction.
-func putMessage(tx *bolt.Tx, c *Chat, m *Message) error {
-	cm := tx.Bucket(bktChatMessages)
+// last_message_at forward. The caller has loaded c in the same transaction;
+// saved is c as stored, which putMessage keeps up to date.
+func putMessage(tx *bolt.Tx, saved, c *Chat, m *Message) error {
+	cm := appendOnly(tx, bktChatMessages)
 	seq, err := cm.NextSequence()
 	if err != nil {
 		return err
@@ -112,17 +113,20 @@ func putMessage(tx *bolt.Tx, c *Chat, m *Message) error {
 	if err := cm.Put(key, data); err != nil {
 		return err
 	}
-	if err := tx.Bucket(bktMessages).Put([]byte(m.ID), key); err != nil {
+	if err := appendOnly(tx, bktMessages).Put([]byte(m.ID), key); err != nil {
 		return err
 	}
 	if err := tx.Bucket(bktMessageGUIDs).Put([]byte(m.GUID), []byte(m.ID)); err != nil {
 		return err
 	}
-	if m.SentAt > c.LastMessageAt {
-		old := *c
-		c.LastMessageAt = m.SentAt
-		return putChat(tx, &old, c)
+	if m.SentAt <= c.LastMessageAt {
+		return nil
 	}
+	c.LastMessageAt = m.SentAt
+	if err := putChat(tx, saved, c); err != nil {
+		return err
+	}
+	*saved = *c
 	return nil
 }
 
@@ -171,7 +175,8 @@ func (db *DB) RecordInbound(ctx context.Context, in Inbound) (InboundResult, err
 		if m.Attachments == nil {
 			m.Attachments = []Attachment{}
 		}
-		if err := putMessage(tx, &c, &m); err != nil {
+		saved := c
+		if err := putMessage(tx, &saved, &c, &m); err != nil {
 			return err
 		}
 		if line.IsSandbox && !m.IsFromMe && m.Text != nil {

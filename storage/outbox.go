@@ -81,12 +81,26 @@ type idempotencyRecord struct {
 // before, it returns the first item and replayed = true instead.
 func (db *DB) Enqueue(ctx context.Context, req EnqueueRequest) (item OutboxItem, replayed bool, err error) {
 	now := nowMillis()
+	// Batch runs its functions one after another under the single writer:
+	// encode outside it, keep only lookups and puts inside.
+	newItem := req.Item
+	newItem.Status, newItem.CreatedAt, newItem.NextAttemptAt = StatusPending, now, now
+	itemJSON, err := json.Marshal(newItem)
+	if err != nil {
+		return OutboxItem{}, false, err
+	}
+	var idemKey, idemJSON []byte
+	if req.IdempotencyKey != "" {
+		idemKey = []byte(req.IdempotencyKey)
+		idemJSON, err = json.Marshal(idempotencyRecord{Hash: req.RequestHash, OutboxID: newItem.ID, CreatedAt: now})
+		if err != nil {
+			return OutboxItem{}, false, err
+		}
+	}
 	err = db.bolt.Batch(func(tx *bolt.Tx) error {
 		// Batch may run this function again; start from scratch each time.
-		item, replayed = req.Item, false
-		var idemKey []byte
-		if req.IdempotencyKey != "" {
-			idemKey = []byte(req.IdempotencyKey)
+		item, replayed = newItem, false
+		if idemKey != nil {
 			var rec idempotencyRecord
 			err := getJSON(tx.Bucket(bktIdempotency), idemKey, &rec)
 			if err == nil && now-rec.CreatedAt < IdempotencyTTL {
@@ -115,18 +129,14 @@ func (db *DB) Enqueue(ctx context.Context, req EnqueueRequest) (item OutboxItem,
 				return err
 			}
 		}
-		item.Status, item.CreatedAt, item.NextAttemptAt = StatusPending, now, now
-		if err := putJSON(tx.Bucket(bktOutbox), []byte(item.ID), item); err != nil {
+		if err := appendOnly(tx, bktOutbox).Put([]byte(item.ID), itemJSON); err != nil {
 			return err
 		}
 		if err := scheduleDue(tx, item.ID, now); err != nil {
 			return err
 		}
 		if idemKey != nil {
-			rec := idempotencyRecord{Hash: req.RequestHash, OutboxID: item.ID, CreatedAt: now}
-			if err := putJSON(tx.Bucket(bktIdempotency), idemKey, rec); err != nil {
-				return err
-			}
+			return tx.Bucket(bktIdempotency).Put(idemKey, idemJSON)
 		}
 		return nil
 	})
@@ -161,7 +171,7 @@ func deleteKeys(b *bolt.Bucket, keys [][]byte) error {
 }
 
 func scheduleDue(tx *bolt.Tx, id string, at int64) error {
-	b := tx.Bucket(bktOutboxDue)
+	b := appendOnly(tx, bktOutboxDue)
 	seq, err := b.NextSequence()
 	if err != nil {
 		return err
@@ -216,31 +226,56 @@ func (db *DB) ClaimDue(ctx context.Context, now int64, max int) (items []OutboxI
 	return items, nextDue, err
 }
 
-// MarkSent records a successful delivery: the item becomes sent and msg is
-// stored in the item's chat, in one transaction.
-func (db *DB) MarkSent(ctx context.Context, id string, msg Message) (OutboxItem, Message, error) {
-	var item OutboxItem
+// Sent is a successful delivery: the outbox item and the message it became.
+type Sent struct {
+	OutboxID string
+	Message  Message
+}
+
+// MarkSent records successful deliveries in one transaction: each item
+// becomes sent and its message is stored in the item's chat. An item that is
+// not claimed (recorded already) is skipped and reported in the error; the
+// others are recorded all the same.
+func (db *DB) MarkSent(ctx context.Context, sent ...Sent) error {
+	var skipped []error
 	err := db.bolt.Batch(func(tx *bolt.Tx) error {
-		m := msg
-		if err := finishClaimed(tx, id, &item); err != nil {
-			return err
+		skipped = nil
+		now := nowMillis()
+		// A batch often holds several messages of one chat: load it once.
+		type chatState struct{ saved, c Chat }
+		chats := map[string]*chatState{}
+		for _, s := range sent {
+			var item OutboxItem
+			if err := finishClaimed(tx, s.OutboxID, &item); err != nil {
+				skipped = append(skipped, err)
+				continue
+			}
+			cs := chats[item.ChatID]
+			if cs == nil {
+				cs = &chatState{}
+				if err := getJSON(tx.Bucket(bktChats), []byte(item.ChatID), &cs.c); err != nil {
+					return fmt.Errorf("chat %s: %w", item.ChatID, err)
+				}
+				cs.saved = cs.c
+				chats[item.ChatID] = cs
+			}
+			c := &cs.c
+			m := s.Message
+			m.ChatID, m.LineID, m.OutboxID = c.ID, c.LineID, item.ID
+			if m.Attachments == nil {
+				m.Attachments = []Attachment{}
+			}
+			if err := putMessage(tx, &cs.saved, c, &m); err != nil {
+				return err
+			}
+			item.Status, item.CompletedAt, item.Error, item.MessageID = StatusSent, now, "", m.ID
+			if err := putJSON(tx.Bucket(bktOutbox), []byte(item.ID), item); err != nil {
+				return err
+			}
 		}
-		var c Chat
-		if err := getJSON(tx.Bucket(bktChats), []byte(item.ChatID), &c); err != nil {
-			return fmt.Errorf("chat %s: %w", item.ChatID, err)
-		}
-		m.ChatID, m.LineID, m.OutboxID = c.ID, c.LineID, item.ID
-		if m.Attachments == nil {
-			m.Attachments = []Attachment{}
-		}
-		if err := putMessage(tx, &c, &m); err != nil {
-			return err
-		}
-		item.Status, item.CompletedAt, item.Error, item.MessageID = StatusSent, nowMillis(), "", m.ID
-		msg = m
-		return putJSON(tx.Bucket(bktOutbox), []byte(id), item)
+		return nil
 	})
-	return item, msg, err
+	return errors.Join(err, errors.Join(skipped...))
 }
 
 // MarkRetry puts a claimed item back in the queue, due at the given time,

@@ -141,11 +141,17 @@ func TestOutboxLifecycle(t *testing.T) {
 	if err != nil || len(claimed) != 1 || claimed[0].ID != b.ID || next != 1<<61 {
 		t.Fatalf("claim before a's retry is due: %+v next %d %v", claimed, next, err)
 	}
-	item, msg, err := db.MarkSent(ctx, b.ID, storage.Message{ID: storage.NewID("msg_"), GUID: "G", Sender: line.Handle, Text: &text, IsFromMe: true, SentAt: 2})
-	if err != nil || item.Status != storage.StatusSent || item.CompletedAt == 0 || msg.OutboxID != b.ID || msg.ChatID != chat.ID {
-		t.Fatalf("sent: %+v %+v %v", item, msg, err)
+	msg := storage.Message{ID: storage.NewID("msg_"), GUID: "G", Sender: line.Handle, Text: &text, IsFromMe: true, SentAt: 2}
+	if err := db.MarkSent(ctx, storage.Sent{OutboxID: b.ID, Message: msg}); err != nil {
+		t.Fatal(err)
 	}
-	if _, _, err := db.MarkSent(ctx, b.ID, msg); err == nil {
+	item, err := db.OutboxItemByID(ctx, b.ID)
+	stored, _ := db.MessageByGUID(ctx, "G")
+	if err != nil || item.Status != storage.StatusSent || item.CompletedAt == 0 || item.MessageID != msg.ID ||
+		stored.OutboxID != b.ID || stored.ChatID != chat.ID {
+		t.Fatalf("sent: %+v %+v %v", item, stored, err)
+	}
+	if err := db.MarkSent(ctx, storage.Sent{OutboxID: b.ID, Message: msg}); err == nil {
 		t.Fatal("an item was marked sent twice")
 	}
 	// a is claimed again and the daemon "dies": recovery makes it due.
@@ -213,5 +219,22 @@ func TestSandboxQuotaAndIdempotency(t *testing.T) {
 	}
 	if n, _ := db.SandboxSends(ctx, "2026-11-21"); n != 0 {
 		t.Fatalf("old day kept %d", n)
+	}
+}
+
+func TestIDsSortByCreation(t *testing.T) {
+	prev := storage.NewID("obx_")
+	for range 1000 {
+		id := storage.NewID("obx_")
+		if !storage.ValidID(id, "obx_") || len(id) != len("obx_")+storage.IDLen {
+			t.Fatalf("malformed %q", id)
+		}
+		if id[:12] < prev[:12] { // the time part never goes back
+			t.Fatalf("%s sorts before the earlier %s", id, prev)
+		}
+		prev = id
+	}
+	if storage.NewID("x_") == storage.NewID("x_") {
+		t.Fatal("two IDs in the same millisecond are equal")
 	}
 }

@@ -6,6 +6,7 @@ package sim
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"math/big"
 	"sync"
@@ -91,11 +92,13 @@ func servicePrefix(service string) string {
 	return "iMessage"
 }
 
-// NewGUID returns a message GUID in the network's format (an upper-case UUID).
+// NewGUID returns a message GUID in the network's format, an upper-case
+// UUID. Ours are version 7 (time first), so the GUID index grows at its end.
 func NewGUID() string {
 	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
+	binary.BigEndian.PutUint64(b[:8], uint64(time.Now().UnixMilli())<<16)
+	rand.Read(b[6:])
+	b[6] = b[6]&0x0f | 0x70
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%X-%X-%X-%X-%X", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
