@@ -38,7 +38,10 @@ type env struct {
 	logPath string
 	addr    string
 	cfg     *config.Config
-	lines   []storage.Line // as the daemon builds them from cfg
+	// lines to register before seeding. Only the handle matters: the
+	// daemon's start rewrites each line's record from its config and keeps
+	// the ID the handle was given here.
+	lines []storage.Line
 }
 
 func newEnv(dir string, workers int) (*env, error) {
@@ -90,23 +93,10 @@ level = "warn"
 		return nil, fmt.Errorf("bench config: %w", err)
 	}
 	e.cfg = cfg
-	e.lines = configuredLines(cfg)
-	return e, nil
-}
-
-// configuredLines mirrors configuredLines in the daemon's main.go, so the
-// seeded database holds the very line records the daemon syncs at start.
-func configuredLines(cfg *config.Config) []storage.Line {
-	var lines []storage.Line
-	if cfg.Sandbox.Handle != "" {
-		lines = append(lines, storage.Line{Handle: cfg.Sandbox.Handle, Label: cfg.Sandbox.Label, Service: "imessage",
-			Bridge: "sim", AdvancedFeatures: cfg.Sandbox.Advanced(), IsSandbox: true})
-	}
 	for _, l := range cfg.Lines {
-		lines = append(lines, storage.Line{Handle: l.Handle, Label: l.Label, Service: l.Service, Bridge: l.Bridge,
-			AdvancedFeatures: l.AdvancedFeatures})
+		e.lines = append(e.lines, storage.Line{Handle: l.Handle, Service: l.Service, Bridge: l.Bridge})
 	}
-	return lines
+	return e, nil
 }
 
 // freeLoopbackAddr picks a free port by letting the kernel choose one and
