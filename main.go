@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ import (
 	"github.com/blueline-app/blueline/bridge/sim"
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/delivery"
+	"github.com/blueline-app/blueline/files"
 	"github.com/blueline-app/blueline/server"
 	"github.com/blueline-app/blueline/storage"
 )
@@ -55,7 +57,10 @@ Usage:
   blueline keys create [--config FILE] --label TEXT [--scopes all|scope,…] [--lines HANDLE_OR_ID,…] [--owner NAME]
   blueline keys list   [--config FILE]
   blueline keys revoke [--config FILE] ID
-  blueline sim inbound [--config FILE] --line HANDLE --from HANDLE --text TEXT [--chat cht_… | --group NAME --participants a,b,c]
+  blueline sim inbound [--config FILE] --line HANDLE --from HANDLE [--text TEXT] [--attach PATH | --audio PATH [--transcription TEXT]]
+                       [--chat cht_… | --group NAME --participants a,b,c]
+  blueline sim reaction [--config FILE] --line HANDLE --from HANDLE --message MSG_ID_OR_GUID --type TYPE [--remove]
+  blueline sim typing [--config FILE] --line HANDLE --from HANDLE [--chat cht_…] [--state on|off]
   blueline sandbox [--config FILE]      show the sandbox line and its activation code
   blueline version
 
@@ -183,6 +188,7 @@ type daemon struct {
 	log      *slog.Logger
 	db       *storage.DB
 	sim      *sim.Network
+	files    *files.Store
 	receiver *delivery.Receiver
 	api      *http.Server
 	apiAddr  net.Addr
@@ -213,32 +219,42 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *
 	for _, l := range lines {
 		bridges[l.ID] = network // every line is on the simulated network for now
 	}
-	receiver := delivery.NewReceiver(db)
-	srv := server.New(db, receiver, server.Options{
-		RequestsPerHour: cfg.Limits.RequestsPerHour,
-		MaxBodyBytes:    cfg.Limits.MaxBodyBytes,
-		MaxAttempts:     cfg.Delivery.MaxAttempts,
-		SandboxQuota:    cfg.Sandbox.DailyQuota,
-	}, log)
 
 	apiLn, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Server.Listen, err)
 	}
+	// The public URL derives from the address really bound (port 0 picks one).
+	bound := *cfg
+	bound.Server.Listen = apiLn.Addr().String()
+	store, err := files.Open(ctx, filepath.Join(cfg.DataDir(), "files"), db, files.Options{
+		MaxUploadBytes: cfg.Files.MaxUploadBytes, URLTTL: cfg.Files.URLTTL.Duration, BaseURL: bound.PublicBaseURL(),
+	})
+	if err != nil {
+		apiLn.Close()
+		return nil, err
+	}
+	receiver := delivery.NewReceiver(db, store)
+	srv := server.New(db, receiver, store, server.Options{
+		RequestsPerHour: cfg.Limits.RequestsPerHour,
+		MaxBodyBytes:    cfg.Limits.MaxBodyBytes,
+		MaxAttempts:     cfg.Delivery.MaxAttempts,
+		SandboxQuota:    cfg.Sandbox.DailyQuota,
+	}, log)
 	adminLn, err := server.ListenAdmin(cfg.DataDir())
 	if err != nil {
 		apiLn.Close()
 		return nil, err
 	}
 	d := &daemon{
-		cfg: cfg, log: log, db: db, sim: network, receiver: receiver, apiAddr: apiLn.Addr(),
+		cfg: cfg, log: log, db: db, sim: network, files: store, receiver: receiver, apiAddr: apiLn.Addr(),
 		api:      &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
 		admin:    &http.Server{Handler: srv.AdminHandler(), ReadHeaderTimeout: 10 * time.Second},
 		finished: make(chan struct{}),
 	}
 	workerCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	d.stop = stop
-	worker := delivery.NewWorker(db, bridges, delivery.Options{
+	worker := delivery.NewWorker(db, bridges, store, delivery.Options{
 		Workers: cfg.Delivery.Workers, RetryBase: cfg.Delivery.RetryBase.Duration, RetryMax: cfg.Delivery.RetryMax.Duration,
 	}, log)
 	var running sync.WaitGroup
@@ -427,29 +443,87 @@ func splitList(s string) []string {
 }
 
 func cmdSim(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) == 0 || args[0] != "inbound" {
-		return fmt.Errorf("%w: sim needs a subcommand: inbound", errUsage)
+	if len(args) == 0 {
+		return fmt.Errorf("%w: sim needs a subcommand: inbound, reaction or typing", errUsage)
 	}
-	fs := flag.NewFlagSet("sim inbound", flag.ContinueOnError)
+	fs := flag.NewFlagSet("sim "+args[0], flag.ContinueOnError)
 	cfgPath := fs.String("config", "", "configuration file")
-	var req server.SimInbound
-	fs.StringVar(&req.Line, "line", "", "the line that receives the message")
-	fs.StringVar(&req.From, "from", "", "the simulated contact's handle")
-	fs.StringVar(&req.Text, "text", "", "the message text")
-	fs.StringVar(&req.Chat, "chat", "", "an existing chat (cht_…) to send into")
-	fs.StringVar(&req.Group, "group", "", "name of a new group chat")
-	participants := fs.String("participants", "", "members of the new group chat, comma-separated")
-	if err := parseNoArgs(fs, args[1:]); err != nil {
-		return err
+	var path string
+	var in any
+	switch args[0] {
+	case "inbound":
+		var req server.SimInbound
+		fs.StringVar(&req.Line, "line", "", "the line that receives the message")
+		fs.StringVar(&req.From, "from", "", "the simulated contact's handle")
+		fs.StringVar(&req.Text, "text", "", "the message text")
+		fs.StringVar(&req.Chat, "chat", "", "an existing chat (cht_…) to send into")
+		fs.StringVar(&req.Group, "group", "", "name of a new group chat")
+		participants := fs.String("participants", "", "members of the new group chat, comma-separated")
+		fs.StringVar(&req.Attach, "attach", "", "a file to attach: a picture, a .vcf contact card…")
+		fs.StringVar(&req.Audio, "audio", "", "an audio file sent as a voice memo")
+		fs.Func("transcription", "the voice memo's transcription (omit it: not transcribed yet)", func(v string) error {
+			req.Transcription = &v
+			return nil
+		})
+		if err := parseNoArgs(fs, args[1:]); err != nil {
+			return err
+		}
+		if req.Line == "" || req.From == "" || req.Text == "" && req.Attach == "" && req.Audio == "" {
+			return fmt.Errorf("%w: sim inbound needs --line, --from and --text (or --attach or --audio)", errUsage)
+		}
+		if (req.Group == "") != (*participants == "") {
+			return fmt.Errorf("%w: --group and --participants go together", errUsage)
+		}
+		if req.Transcription != nil && req.Audio == "" {
+			return fmt.Errorf("%w: --transcription goes with --audio", errUsage)
+		}
+		// The daemon reads the file: give it a path that does not depend
+		// on this command's working directory.
+		for _, p := range []*string{&req.Attach, &req.Audio} {
+			if *p != "" {
+				abs, err := filepath.Abs(*p)
+				if err != nil {
+					return err
+				}
+				*p = abs
+			}
+		}
+		req.Participants = splitList(*participants)
+		path, in = "/sim/inbound", req
+	case "reaction":
+		var req server.SimReaction
+		fs.StringVar(&req.Line, "line", "", "the line whose message is reacted to")
+		fs.StringVar(&req.From, "from", "", "the simulated contact's handle")
+		fs.StringVar(&req.Message, "message", "", "the message (msg_… or GUID)")
+		fs.StringVar(&req.Type, "type", "", "love, like, dislike, laugh, emphasize or question")
+		fs.BoolVar(&req.Remove, "remove", false, "remove the reaction instead of adding it")
+		if err := parseNoArgs(fs, args[1:]); err != nil {
+			return err
+		}
+		if req.Line == "" || req.From == "" || req.Message == "" || req.Type == "" {
+			return fmt.Errorf("%w: sim reaction needs --line, --from, --message and --type", errUsage)
+		}
+		path, in = "/sim/reaction", req
+	case "typing":
+		var req server.SimTyping
+		fs.StringVar(&req.Line, "line", "", "the line the contact is typing to")
+		fs.StringVar(&req.From, "from", "", "the simulated contact's handle")
+		fs.StringVar(&req.Chat, "chat", "", "a group chat (cht_…); default the one-to-one chat")
+		fs.StringVar(&req.State, "state", "on", "on or off")
+		if err := parseNoArgs(fs, args[1:]); err != nil {
+			return err
+		}
+		if req.Line == "" || req.From == "" {
+			return fmt.Errorf("%w: sim typing needs --line and --from", errUsage)
+		}
+		if req.State != "on" && req.State != "off" {
+			return fmt.Errorf("%w: --state is on or off", errUsage)
+		}
+		path, in = "/sim/typing", req
+	default:
+		return fmt.Errorf("%w: unknown sim command %q (inbound, reaction or typing)", errUsage, args[0])
 	}
-	if req.Line == "" || req.From == "" || req.Text == "" {
-		return fmt.Errorf("%w: sim inbound needs --line, --from and --text", errUsage)
-	}
-	if (req.Group == "") != (*participants == "") {
-		return fmt.Errorf("%w: --group and --participants go together", errUsage)
-	}
-	req.Participants = splitList(*participants)
-	return adminPrint(ctx, *cfgPath, http.MethodPost, "/sim/inbound", req, stdout)
+	return adminPrint(ctx, *cfgPath, http.MethodPost, path, in, stdout)
 }
 
 func cmdSandbox(ctx context.Context, args []string, stdout io.Writer) error {

@@ -37,7 +37,7 @@ func seed(ctx context.Context, e *env, o options) (_ seedStats, err error) {
 	if _, err := db.SyncLines(ctx, e.lines); err != nil {
 		return seedStats{}, err
 	}
-	rec := delivery.NewReceiver(db)
+	rec := delivery.NewReceiver(db, nil) // text messages only: no files to import
 
 	total := o.small + o.big
 	// Message i of a chat is sent i seconds after the chat's first one, so

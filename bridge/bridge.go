@@ -22,16 +22,58 @@ type Chat struct {
 	Participants []string
 }
 
+// Conversation is where an outgoing action goes: a chat of a line.
+type Conversation struct {
+	// OutboxID identifies the request; a bridge may use it to match its
+	// action with what the network later reports.
+	OutboxID string
+	Line     string // the line's handle
+	Service  string // "imessage" or "sms"
+	Chat     Chat
+}
+
+// File is an attachment as a file on the daemon's disk.
+type File struct {
+	Path     string
+	Filename string
+	MimeType string
+	Size     int64
+	// Transcription is the network's transcription of a voice memo, nil
+	// when there is none (yet).
+	Transcription *string
+}
+
 // Outgoing is a message a line asks the network to deliver.
 type Outgoing struct {
-	// OutboxID identifies the request; a bridge may use it to match its
-	// send with what the network later reports.
-	OutboxID    string
-	Line        string // the sending line's handle
-	Service     string // "imessage" or "sms"
-	Chat        Chat
+	Conversation
 	Text        string
+	Attachment  *File
 	ReplyToGUID string
+	// IsAudioMessage sends Attachment as a native voice memo balloon.
+	IsAudioMessage bool
+}
+
+// Reaction types, in the order of the network's codes (love is 2000 when
+// added, 3000 when removed; question is 2005 and 3005).
+var ReactionTypes = []string{"love", "like", "dislike", "laugh", "emphasize", "question"}
+
+// Reaction adds (or removes) a tapback on a message.
+type Reaction struct {
+	Conversation
+	TargetGUID string
+	Type       string // one of ReactionTypes
+	Remove     bool
+}
+
+// Typing shows or stops the line's typing indicator in a chat.
+type Typing struct {
+	Conversation
+	On bool
+}
+
+// Read marks a chat read, sending a read receipt where the chat has them.
+type Read struct {
+	Conversation
 }
 
 // Receipt is the network's acknowledgement of a send.
@@ -41,7 +83,9 @@ type Receipt struct {
 }
 
 // Inbound is a message that arrived on a line, or one the line's owner sent
-// from another device (IsFromMe).
+// from another device (IsFromMe). A message seen again (same GUID) is not
+// stored twice, but a transcription that was missing is filled in: this is
+// how a voice memo's late transcription arrives.
 type Inbound struct {
 	Line        string // the receiving line's handle
 	Service     string
@@ -52,13 +96,50 @@ type Inbound struct {
 	Text        *string
 	SentAt      time.Time
 	ReplyToGUID string
+	// Attachments are files on the daemon's disk; the receiver copies them
+	// into the file store.
+	Attachments    []File
+	IsAudioMessage bool
 }
 
-// Bridge is the network behind a set of lines.
+// InboundReaction is a tapback added or removed on a line's chat, by a
+// contact or by the line's owner on another device.
+type InboundReaction struct {
+	Line       string
+	Chat       Chat
+	TargetGUID string
+	Type       string // one of ReactionTypes
+	Added      bool
+	Sender     string
+	IsFromMe   bool
+	SentAt     time.Time
+}
+
+// InboundTyping is a contact starting or stopping typing in a chat.
+type InboundTyping struct {
+	Line   string
+	Chat   Chat
+	Sender string
+	On     bool
+	At     time.Time
+}
+
+// InboundRead is a contact's read receipt: they read the chat up to ReadAt.
+type InboundRead struct {
+	Line   string
+	Chat   Chat
+	Reader string
+	ReadAt time.Time
+}
+
+// Bridge is the network behind a set of lines. Each method returns once the
+// network accepted the action. An error wrapped with Permanent is not worth
+// retrying; any other is.
 type Bridge interface {
-	// Send delivers out and returns once the network accepted it. An error
-	// wrapped with Permanent is not worth retrying; any other is.
 	Send(ctx context.Context, out Outgoing) (Receipt, error)
+	React(ctx context.Context, r Reaction) (Receipt, error)
+	SetTyping(ctx context.Context, t Typing) error
+	MarkRead(ctx context.Context, r Read) error
 	// Run reports what arrives on the bridge's lines to sink until ctx is
 	// cancelled.
 	Run(ctx context.Context, sink Sink) error
@@ -67,6 +148,9 @@ type Bridge interface {
 // Sink takes what arrives from the network.
 type Sink interface {
 	Receive(ctx context.Context, in Inbound) error
+	ReceiveReaction(ctx context.Context, in InboundReaction) error
+	ReceiveTyping(ctx context.Context, in InboundTyping) error
+	ReceiveRead(ctx context.Context, in InboundRead) error
 }
 
 type permanentError struct{ err error }

@@ -26,6 +26,7 @@ type Config struct {
 	Lines    []Line   `toml:"lines"`
 	Sandbox  Sandbox  `toml:"sandbox"`
 	Limits   Limits   `toml:"limits"`
+	Files    Files    `toml:"files"`
 	Delivery Delivery `toml:"delivery"`
 	Sim      Sim      `toml:"sim"`
 	Log      Log      `toml:"log"`
@@ -75,6 +76,12 @@ func (s Sandbox) Advanced() bool {
 type Limits struct {
 	RequestsPerHour int   `toml:"requests_per_hour"` // per API key; 0 disables the limit
 	MaxBodyBytes    int64 `toml:"max_body_bytes"`    // largest JSON request body
+}
+
+// Files limits uploads and the download URLs handed out for them.
+type Files struct {
+	MaxUploadBytes int64    `toml:"max_upload_bytes"` // largest upload
+	URLTTL         Duration `toml:"url_ttl"`          // how long a signed download URL works
 }
 
 // Delivery tunes the workers that hand outgoing messages to the bridges.
@@ -182,6 +189,7 @@ func defaults() *Config {
 		Storage: Storage{Dir: "./blueline-data"},
 		Sandbox: Sandbox{Label: "Sandbox", DailyQuota: 50},
 		Limits:  Limits{RequestsPerHour: 1000, MaxBodyBytes: 1 << 20},
+		Files:   Files{MaxUploadBytes: 100 << 20, URLTTL: Duration{time.Hour}},
 		Delivery: Delivery{
 			MaxAttempts: 5,
 			Workers:     4,

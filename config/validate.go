@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/blueline-app/blueline/handle"
 )
@@ -124,6 +125,13 @@ func (c *Config) checkLimits(k *checker) {
 	}
 	if c.Limits.MaxBodyBytes < 1024 {
 		k.failf("limits.max_body_bytes", "must be at least 1024, got %d", c.Limits.MaxBodyBytes)
+	}
+
+	if c.Files.MaxUploadBytes < 1 {
+		k.failf("files.max_upload_bytes", "must be at least 1, got %d", c.Files.MaxUploadBytes)
+	}
+	if ttl := c.Files.URLTTL.Duration; ttl < time.Minute || ttl > 7*24*time.Hour {
+		k.failf("files.url_ttl", "must be from 1m to 168h (7 days), got %s", c.Files.URLTTL)
 	}
 
 	d := c.Delivery

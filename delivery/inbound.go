@@ -2,7 +2,9 @@ package delivery
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/blueline-app/blueline/bridge"
@@ -11,11 +13,19 @@ import (
 
 // Receiver records what the network delivers to the lines.
 type Receiver struct {
-	db *storage.DB
+	db    *storage.DB
+	files FileImporter
 }
 
-// NewReceiver returns a Receiver storing into db.
-func NewReceiver(db *storage.DB) *Receiver { return &Receiver{db: db} }
+// FileImporter copies a file on the daemon's disk into the file store.
+type FileImporter interface {
+	Import(ctx context.Context, path, name, mimeType string) (storage.File, error)
+}
+
+// NewReceiver returns a Receiver storing into db and files.
+func NewReceiver(db *storage.DB, files FileImporter) *Receiver {
+	return &Receiver{db: db, files: files}
+}
 
 // Receive implements bridge.Sink.
 func (r *Receiver) Receive(ctx context.Context, in bridge.Inbound) error {
@@ -24,7 +34,8 @@ func (r *Receiver) Receive(ctx context.Context, in bridge.Inbound) error {
 }
 
 // Record stores an inbound message and returns what was stored. A message
-// whose GUID was stored before is returned as it was, not stored again.
+// whose GUID was stored before is returned as it was, not stored again,
+// except that a transcription it lacked is filled in.
 func (r *Receiver) Record(ctx context.Context, in bridge.Inbound) (storage.InboundResult, error) {
 	line, ok := r.db.LineByHandle(in.Line)
 	if !ok {
@@ -38,6 +49,10 @@ func (r *Receiver) Record(ctx context.Context, in bridge.Inbound) (storage.Inbou
 	if service == "" {
 		service = line.Service
 	}
+	attachments, err := r.attachments(ctx, in)
+	if err != nil {
+		return storage.InboundResult{}, err
+	}
 	return r.db.RecordInbound(ctx, storage.Inbound{
 		Chat: storage.Chat{
 			ID:           storage.NewID("cht_"),
@@ -50,15 +65,116 @@ func (r *Receiver) Record(ctx context.Context, in bridge.Inbound) (storage.Inbou
 			Participants: in.Chat.Participants,
 		},
 		Message: storage.Message{
-			ID:          storage.NewID("msg_"),
-			GUID:        in.GUID,
-			Sender:      in.Sender,
-			Text:        in.Text,
-			Service:     service,
-			IsFromMe:    in.IsFromMe,
-			SentAt:      in.SentAt.UnixMilli(),
-			SyncedAt:    now.UnixMilli(),
-			ReplyToGUID: in.ReplyToGUID,
+			ID:             storage.NewID("msg_"),
+			GUID:           in.GUID,
+			Sender:         in.Sender,
+			Text:           in.Text,
+			Attachments:    attachments,
+			Service:        service,
+			IsFromMe:       in.IsFromMe,
+			IsAudioMessage: in.IsAudioMessage,
+			SentAt:         in.SentAt.UnixMilli(),
+			SyncedAt:       now.UnixMilli(),
+			ReplyToGUID:    in.ReplyToGUID,
 		},
 	})
+}
+
+// attachments copies a new message's files into the file store. A message
+// seen before keeps its files; only its transcriptions are passed on.
+func (r *Receiver) attachments(ctx context.Context, in bridge.Inbound) ([]storage.Attachment, error) {
+	out := make([]storage.Attachment, 0, len(in.Attachments))
+	_, err := r.db.MessageByGUID(ctx, in.GUID)
+	seen := err == nil
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return nil, err
+	}
+	for _, a := range in.Attachments {
+		if seen {
+			out = append(out, storage.Attachment{Transcription: a.Transcription})
+			continue
+		}
+		f, err := r.files.Import(ctx, a.Path, a.Filename, a.MimeType)
+		if err != nil {
+			return nil, fmt.Errorf("attachment of message %s: %w", in.GUID, err)
+		}
+		out = append(out, storage.Attachment{FileID: f.ID, Filename: f.Filename, MimeType: f.MimeType, Size: f.Size,
+			Transcription: a.Transcription})
+	}
+	return out, nil
+}
+
+// ReceiveReaction implements bridge.Sink.
+func (r *Receiver) ReceiveReaction(ctx context.Context, in bridge.InboundReaction) error {
+	_, _, err := r.RecordReaction(ctx, in)
+	return err
+}
+
+// RecordReaction stores a tapback added or removed on a message of a line.
+// changed is false when it repeats the state already stored.
+func (r *Receiver) RecordReaction(ctx context.Context, in bridge.InboundReaction) (rec storage.Reaction, changed bool, err error) {
+	line, ok := r.db.LineByHandle(in.Line)
+	if !ok {
+		return rec, false, fmt.Errorf("inbound reaction for unknown line %s", in.Line)
+	}
+	if !slices.Contains(bridge.ReactionTypes, in.Type) {
+		return rec, false, fmt.Errorf("inbound reaction of unknown type %q", in.Type)
+	}
+	target, err := r.db.MessageByGUID(ctx, in.TargetGUID)
+	if err == nil && target.LineID != line.ID {
+		err = storage.ErrNotFound
+	}
+	if err != nil {
+		return rec, false, fmt.Errorf("reaction to message %s: %w", in.TargetGUID, err)
+	}
+	now := time.Now()
+	if in.SentAt.IsZero() {
+		in.SentAt = now
+	}
+	return r.db.ApplyReaction(ctx, storage.Reaction{MessageID: target.ID, ChatID: target.ChatID, LineID: line.ID, Type: in.Type,
+		Sender: in.Sender, IsFromMe: in.IsFromMe, Added: in.Added, SentAt: in.SentAt.UnixMilli(), SyncedAt: now.UnixMilli()})
+}
+
+// ReceiveTyping implements bridge.Sink.
+func (r *Receiver) ReceiveTyping(ctx context.Context, in bridge.InboundTyping) error {
+	_, err := r.RecordTyping(ctx, in)
+	return err
+}
+
+// RecordTyping updates a contact's typing indicator in a chat. A chat we
+// have no record of is an error wrapping storage.ErrNotFound.
+func (r *Receiver) RecordTyping(ctx context.Context, in bridge.InboundTyping) (storage.Indicator, error) {
+	chat, err := r.chat(ctx, in.Line, in.Chat)
+	if err != nil {
+		return storage.Indicator{}, err
+	}
+	if in.At.IsZero() {
+		in.At = time.Now()
+	}
+	return r.db.SetTyping(chat.ID, in.Sender, in.On, in.At), nil
+}
+
+// ReceiveRead implements bridge.Sink.
+func (r *Receiver) ReceiveRead(ctx context.Context, in bridge.InboundRead) error {
+	chat, err := r.chat(ctx, in.Line, in.Chat)
+	if err != nil {
+		return err
+	}
+	if in.ReadAt.IsZero() {
+		in.ReadAt = time.Now()
+	}
+	_, err = r.db.RecordRead(ctx, chat.ID, in.Reader, in.ReadAt.UnixMilli())
+	return err
+}
+
+func (r *Receiver) chat(ctx context.Context, lineHandle string, c bridge.Chat) (storage.Chat, error) {
+	line, ok := r.db.LineByHandle(lineHandle)
+	if !ok {
+		return storage.Chat{}, fmt.Errorf("event for unknown line %s", lineHandle)
+	}
+	chat, err := r.db.ChatByGUID(ctx, line.ID, c.GUID)
+	if err != nil {
+		return storage.Chat{}, fmt.Errorf("chat %s on line %s: %w", c.GUID, lineHandle, err)
+	}
+	return chat, nil
 }

@@ -31,19 +31,25 @@ type Options struct {
 type Worker struct {
 	db      *storage.DB
 	bridges map[string]bridge.Bridge // by line ID
+	files   FileLocator
 	opts    Options
 	log     *slog.Logger
 }
 
+// FileLocator finds an uploaded file's blob on disk.
+type FileLocator interface {
+	Path(id string) string
+}
+
 // NewWorker returns a worker sending each line's items through its bridge.
-func NewWorker(db *storage.DB, bridges map[string]bridge.Bridge, opts Options, log *slog.Logger) *Worker {
+func NewWorker(db *storage.DB, bridges map[string]bridge.Bridge, files FileLocator, opts Options, log *slog.Logger) *Worker {
 	if opts.Workers < 1 {
 		opts.Workers = 1
 	}
 	if opts.SendTimeout == 0 {
 		opts.SendTimeout = 2 * time.Minute
 	}
-	return &Worker{db: db, bridges: bridges, opts: opts, log: log}
+	return &Worker{db: db, bridges: bridges, files: files, opts: opts, log: log}
 }
 
 // Run delivers until ctx is cancelled, then waits for the sends under way.
@@ -202,8 +208,8 @@ func (w *Worker) attempt(runCtx context.Context, item storage.OutboxItem) (stora
 	return sent, false
 }
 
-// send delivers an item through its line's bridge and returns the message
-// to store for it.
+// send delivers an item through its line's bridge and returns what to
+// record for it.
 func (w *Worker) send(ctx context.Context, item storage.OutboxItem) (storage.Sent, error) {
 	line, ok := w.db.LineByID(item.LineID)
 	if !ok {
@@ -217,39 +223,80 @@ func (w *Worker) send(ctx context.Context, item storage.OutboxItem) (storage.Sen
 	if err != nil {
 		return storage.Sent{}, bridge.Permanent(fmt.Errorf("chat %s: %w", item.ChatID, err))
 	}
-	out := bridge.Outgoing{
-		OutboxID:    item.ID,
-		Line:        line.Handle,
-		Service:     chat.Service,
-		Chat:        bridge.Chat{GUID: chat.GUID, Identifier: chat.Identifier, IsGroup: chat.IsGroup, Name: chat.Name, Participants: chat.Participants},
-		ReplyToGUID: item.ReplyToGUID,
-	}
-	if item.Text != nil {
-		out.Text = *item.Text
+	conv := bridge.Conversation{
+		OutboxID: item.ID,
+		Line:     line.Handle,
+		Service:  chat.Service,
+		Chat:     bridge.Chat{GUID: chat.GUID, Identifier: chat.Identifier, IsGroup: chat.IsGroup, Name: chat.Name, Participants: chat.Participants},
 	}
 	sendCtx, cancel := context.WithTimeout(ctx, w.opts.SendTimeout)
-	receipt, err := b.Send(sendCtx, out)
-	cancel()
+	defer cancel()
+	var sent storage.Sent
+	switch item.Kind {
+	case storage.KindMessage:
+		sent, err = w.sendMessage(sendCtx, b, conv, line, chat, item)
+	case storage.KindReaction:
+		var r bridge.Receipt
+		r, err = b.React(sendCtx, bridge.Reaction{Conversation: conv, TargetGUID: item.TargetGUID, Type: item.ReactionType, Remove: item.Remove})
+		sent.At = r.SentAt.UnixMilli()
+		if r.SentAt.IsZero() {
+			sent.At = time.Now().UnixMilli()
+		}
+	case storage.KindTyping:
+		err = b.SetTyping(sendCtx, bridge.Typing{Conversation: conv, On: item.TypingOn})
+		sent.At = time.Now().UnixMilli()
+	case storage.KindRead:
+		err = b.MarkRead(sendCtx, bridge.Read{Conversation: conv})
+		sent.At = time.Now().UnixMilli()
+	default:
+		err = bridge.Permanent(fmt.Errorf("unknown outbox item kind %q", item.Kind))
+	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			return storage.Sent{}, fmt.Errorf("the network did not answer within %s", w.opts.SendTimeout)
 		}
 		return storage.Sent{}, err
 	}
+	sent.OutboxID = item.ID
+	return sent, nil
+}
+
+// sendMessage sends a text, attachment or voice memo and returns the message
+// to store for it.
+func (w *Worker) sendMessage(ctx context.Context, b bridge.Bridge, conv bridge.Conversation, line storage.Line, chat storage.Chat, item storage.OutboxItem) (storage.Sent, error) {
+	out := bridge.Outgoing{Conversation: conv, ReplyToGUID: item.ReplyToGUID, IsAudioMessage: item.IsAudioMessage}
+	if item.Text != nil {
+		out.Text = *item.Text
+	}
+	attachments := []storage.Attachment{}
+	for _, id := range item.FileIDs {
+		f, err := w.db.FileByID(ctx, id)
+		if err != nil {
+			return storage.Sent{}, bridge.Permanent(fmt.Errorf("attachment %s: %w", id, err))
+		}
+		out.Attachment = &bridge.File{Path: w.files.Path(id), Filename: f.Filename, MimeType: f.MimeType, Size: f.Size}
+		attachments = append(attachments, storage.Attachment{FileID: id, Filename: f.Filename, MimeType: f.MimeType, Size: f.Size})
+	}
+	receipt, err := b.Send(ctx, out)
+	if err != nil {
+		return storage.Sent{}, err
+	}
 	now := time.Now()
 	if receipt.SentAt.IsZero() {
 		receipt.SentAt = now
 	}
-	return storage.Sent{OutboxID: item.ID, Message: storage.Message{
-		ID:          storage.NewID("msg_"),
-		GUID:        receipt.GUID,
-		Sender:      line.Handle,
-		Text:        item.Text,
-		Service:     chat.Service,
-		IsFromMe:    true,
-		SentAt:      receipt.SentAt.UnixMilli(),
-		SyncedAt:    now.UnixMilli(),
-		ReplyToGUID: item.ReplyToGUID,
+	return storage.Sent{Message: storage.Message{
+		ID:             storage.NewID("msg_"),
+		GUID:           receipt.GUID,
+		Sender:         line.Handle,
+		Text:           item.Text,
+		Attachments:    attachments,
+		Service:        chat.Service,
+		IsFromMe:       true,
+		IsAudioMessage: item.IsAudioMessage,
+		SentAt:         receipt.SentAt.UnixMilli(),
+		SyncedAt:       now.UnixMilli(),
+		ReplyToGUID:    item.ReplyToGUID,
 	}}, nil
 }
 

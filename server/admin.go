@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/bridge/sim"
+	"github.com/blueline-app/blueline/files"
 	"github.com/blueline-app/blueline/handle"
 	"github.com/blueline-app/blueline/storage"
 )
@@ -83,6 +86,8 @@ func (s *Server) AdminHandler() http.Handler {
 	r.GET("/keys", wrap(s.adminListKeys))
 	r.POST("/keys/revoke", wrap(s.adminRevokeKey))
 	r.POST("/sim/inbound", wrap(s.adminSimInbound))
+	r.POST("/sim/reaction", wrap(s.adminSimReaction))
+	r.POST("/sim/typing", wrap(s.adminSimTyping))
 	r.GET("/sandbox", wrap(s.adminSandbox))
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		writeError(w, req, s.log, errNotFound("route_not_found", "", "No admin route %s %s.", req.Method, req.URL.Path))
@@ -212,6 +217,53 @@ type SimInbound struct {
 	Chat         string   `json:"chat"`         // an existing chat (cht_…)
 	Group        string   `json:"group"`        // name of a new group chat
 	Participants []string `json:"participants"` // members of the new group
+	// Attach is the absolute path of a file to attach (a picture, a .vcf
+	// contact card…); Audio, of a voice memo, with its Transcription.
+	Attach        string  `json:"attach"`
+	Audio         string  `json:"audio"`
+	Transcription *string `json:"transcription"`
+}
+
+// simContact resolves the line and contact of a simulated event.
+func (s *Server) simContact(lineValue, fromValue string) (storage.Line, string, error) {
+	lh, err := handle.Normalize(lineValue)
+	if err != nil {
+		return storage.Line{}, "", errInvalid("line", "--line must be a line's handle.")
+	}
+	line, ok := s.db.LineByHandle(lh)
+	if !ok {
+		return line, "", errNotFound("line_not_found", "line", "No line %s on this server.", lineValue)
+	}
+	if line.Bridge != "sim" {
+		return line, "", errInvalid("line", "Line %s is on the %s bridge, not the simulated network.", line.Handle, line.Bridge)
+	}
+	from, err := handle.Normalize(fromValue)
+	if err != nil {
+		return line, "", errInvalid("from", "--from must be a phone number or account-ID handle.")
+	}
+	if from == line.Handle {
+		return line, "", errInvalid("from", "A contact cannot have the line's own handle.")
+	}
+	return line, from, nil
+}
+
+// simChat is the existing chat chatID, which contact from must be in, or
+// else the one-to-one chat with from.
+func (s *Server) simChat(r *http.Request, line storage.Line, from, chatID string) (bridge.Chat, error) {
+	if chatID == "" {
+		return sim.OneToOne(line.Service, from), nil
+	}
+	c, err := s.db.ChatByID(r.Context(), chatID)
+	if errors.Is(err, storage.ErrNotFound) || err == nil && c.LineID != line.ID {
+		return bridge.Chat{}, errNotFound("chat_not_found", "chat", "No chat %s on line %s.", chatID, line.Handle)
+	}
+	if err != nil {
+		return bridge.Chat{}, err
+	}
+	if !c.IsGroup && c.Identifier != from {
+		return bridge.Chat{}, errInvalid("chat", "Chat %s is a one-to-one chat with %s.", c.ID, c.Identifier)
+	}
+	return bridge.Chat{GUID: c.GUID, Identifier: c.Identifier, IsGroup: c.IsGroup, Participants: []string{from}}, nil
 }
 
 func (s *Server) adminSimInbound(w http.ResponseWriter, r *http.Request) error {
@@ -219,43 +271,33 @@ func (s *Server) adminSimInbound(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeAdmin(r, &req); err != nil {
 		return err
 	}
-	lh, err := handle.Normalize(req.Line)
+	line, from, err := s.simContact(req.Line, req.From)
 	if err != nil {
-		return errInvalid("line", "--line must be a line's handle.")
+		return err
 	}
-	line, ok := s.db.LineByHandle(lh)
-	if !ok {
-		return errNotFound("line_not_found", "line", "No line %s on this server.", req.Line)
-	}
-	if line.Bridge != "sim" {
-		return errInvalid("line", "Line %s is on the %s bridge, not the simulated network.", line.Handle, line.Bridge)
-	}
-	from, err := handle.Normalize(req.From)
-	if err != nil {
-		return errInvalid("from", "--from must be a phone number or account-ID handle.")
-	}
-	if from == line.Handle {
-		return errInvalid("from", "A contact cannot have the line's own handle.")
-	}
-	if req.Text == "" {
+	in := bridge.Inbound{Line: line.Handle, Service: line.Service, GUID: sim.NewGUID(), Sender: from, SentAt: time.Now()}
+	switch {
+	case req.Attach != "" && req.Audio != "":
+		return errInvalid("audio", "Give --attach or --audio, not both: a message carries one attachment.")
+	case req.Transcription != nil && req.Audio == "":
+		return errInvalid("transcription", "--transcription goes with --audio.")
+	case req.Attach != "":
+		in.Attachments = []bridge.File{{Path: req.Attach}}
+	case req.Audio != "":
+		if !files.IsAudio(files.TypeByName(req.Audio)) {
+			return errInvalid("audio", "--audio needs an audio file (.m4a, .caf, .mp3, .wav, .aac, .amr), got %s.", filepath.Base(req.Audio))
+		}
+		in.Attachments = []bridge.File{{Path: req.Audio, Transcription: req.Transcription}}
+		in.IsAudioMessage = true
+	case req.Text == "":
 		return errMissing("text")
 	}
-	var chat bridge.Chat
+	if req.Text != "" {
+		in.Text = &req.Text
+	}
 	switch {
 	case req.Chat != "" && req.Group != "":
 		return errInvalid("chat", "Give --chat for an existing chat or --group for a new one, not both.")
-	case req.Chat != "":
-		c, err := s.db.ChatByID(r.Context(), req.Chat)
-		if errors.Is(err, storage.ErrNotFound) || err == nil && c.LineID != line.ID {
-			return errNotFound("chat_not_found", "chat", "No chat %s on line %s.", req.Chat, line.Handle)
-		}
-		if err != nil {
-			return err
-		}
-		if !c.IsGroup && c.Identifier != from {
-			return errInvalid("chat", "Chat %s is a one-to-one chat with %s.", c.ID, c.Identifier)
-		}
-		chat = bridge.Chat{GUID: c.GUID, Identifier: c.Identifier, IsGroup: c.IsGroup, Participants: []string{from}}
 	case req.Group != "":
 		members := []string{}
 		for _, p := range req.Participants {
@@ -268,21 +310,101 @@ func (s *Server) adminSimInbound(w http.ResponseWriter, r *http.Request) error {
 		if len(members) == 0 {
 			return errMissing("participants")
 		}
-		chat = sim.NewGroup(line.Service, req.Group, members)
+		in.Chat = sim.NewGroup(line.Service, req.Group, members)
 	default:
-		chat = sim.OneToOne(line.Service, from)
+		if in.Chat, err = s.simChat(r, line, from, req.Chat); err != nil {
+			return err
+		}
 	}
-	text := req.Text
-	res, err := s.inbound.Record(r.Context(), bridge.Inbound{
-		Line: line.Handle, Service: line.Service, Chat: chat, GUID: sim.NewGUID(), Sender: from, Text: &text, SentAt: time.Now(),
-	})
+	res, err := s.inbound.Record(r.Context(), in)
+	if errors.Is(err, fs.ErrNotExist) {
+		return errInvalid("attach", "No file at %s.", in.Attachments[0].Path)
+	}
 	if err != nil {
 		return err
 	}
 	if res.SandboxActivated {
 		s.log.Info("sandbox line activated", "line", line.Handle, "paired_handle", from)
 	}
-	writeJSON(w, http.StatusCreated, toAPIMessage(res.Message))
+	writeJSON(w, http.StatusCreated, s.toAPIMessage(res.Message))
+	return nil
+}
+
+// SimReaction is a tapback a simulated contact adds or removes.
+type SimReaction struct {
+	Line    string `json:"line"`
+	From    string `json:"from"`
+	Message string `json:"message"` // msg_ ID or GUID
+	Type    string `json:"type"`
+	Remove  bool   `json:"remove"`
+}
+
+func (s *Server) adminSimReaction(w http.ResponseWriter, r *http.Request) error {
+	var req SimReaction
+	if err := decodeAdmin(r, &req); err != nil {
+		return err
+	}
+	line, from, err := s.simContact(req.Line, req.From)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(bridge.ReactionTypes, req.Type) {
+		return errInvalid("type", "--type must be one of %s.", strings.Join(bridge.ReactionTypes, ", "))
+	}
+	m, err := s.findMessage(r, line, req.Message, "message")
+	if err != nil {
+		return err
+	}
+	c, err := s.db.ChatByID(r.Context(), m.ChatID)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(c.Participants, from) {
+		return errInvalid("from", "%s is not in the chat of message %s.", from, req.Message)
+	}
+	rec, _, err := s.inbound.RecordReaction(r.Context(), bridge.InboundReaction{
+		Line: line.Handle, Chat: bridge.Chat{GUID: c.GUID, Identifier: c.Identifier, IsGroup: c.IsGroup},
+		TargetGUID: m.GUID, Type: req.Type, Added: !req.Remove, Sender: from, SentAt: time.Now(),
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, toAPIReaction(rec))
+	return nil
+}
+
+// SimTyping is a simulated contact starting or stopping typing.
+type SimTyping struct {
+	Line  string `json:"line"`
+	From  string `json:"from"`
+	Chat  string `json:"chat"`  // a group chat (cht_…); default the one-to-one chat
+	State string `json:"state"` // "on" or "off"
+}
+
+func (s *Server) adminSimTyping(w http.ResponseWriter, r *http.Request) error {
+	var req SimTyping
+	if err := decodeAdmin(r, &req); err != nil {
+		return err
+	}
+	line, from, err := s.simContact(req.Line, req.From)
+	if err != nil {
+		return err
+	}
+	if req.State != "on" && req.State != "off" {
+		return errInvalid("state", "--state must be on or off.")
+	}
+	chat, err := s.simChat(r, line, from, req.Chat)
+	if err != nil {
+		return err
+	}
+	ind, err := s.inbound.RecordTyping(r.Context(), bridge.InboundTyping{Line: line.Handle, Chat: chat, Sender: from, On: req.State == "on", At: time.Now()})
+	if errors.Is(err, storage.ErrNotFound) {
+		return errNotFound("chat_not_found", "chat", "%s has no chat with line %s yet: send a message first.", from, line.Handle)
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, apiIndicator(ind))
 	return nil
 }
 

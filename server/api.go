@@ -74,17 +74,65 @@ type apiAttachment struct {
 	Transcription *string `json:"transcription"`
 }
 
-func toAPIMessage(m storage.Message) apiMessage {
+// toAPIMessage gives each attachment a fresh signed download URL.
+func (s *Server) toAPIMessage(m storage.Message) apiMessage {
+	now := s.now()
 	out := apiMessage{ID: m.ID, LineID: m.LineID, ChatID: m.ChatID, GUID: m.GUID, Sender: m.Sender, Text: m.Text,
 		Attachments: make([]apiAttachment, 0, len(m.Attachments)), Service: nonEmpty(m.Service), IsFromMe: m.IsFromMe,
 		IsAudioMessage: m.IsAudioMessage, SentAt: m.SentAt, SyncedAt: m.SyncedAt,
 		OutboxID: nonEmpty(m.OutboxID), ReplyToGUID: nonEmpty(m.ReplyToGUID)}
 	for _, a := range m.Attachments {
 		size := a.Size
-		out.Attachments = append(out.Attachments, apiAttachment{Filename: nonEmpty(a.Filename), MimeType: nonEmpty(a.MimeType),
-			Size: &size, Transcription: a.Transcription})
+		item := apiAttachment{Filename: nonEmpty(a.Filename), MimeType: nonEmpty(a.MimeType), Size: &size, Transcription: a.Transcription}
+		if a.FileID != "" {
+			url := s.files.URL(a.FileID, now)
+			item.URL = &url
+		}
+		out.Attachments = append(out.Attachments, item)
 	}
 	return out
+}
+
+type apiFile struct {
+	ID        string  `json:"id"`
+	URL       string  `json:"url"`
+	Filename  *string `json:"filename"`
+	MimeType  string  `json:"mime_type"`
+	Size      int64   `json:"size"`
+	RequestID string  `json:"request_id"`
+}
+
+type apiReaction struct {
+	ID        string `json:"id"`
+	MessageID string `json:"message_id"`
+	ChatID    string `json:"chat_id"`
+	Type      string `json:"type"`
+	Sender    string `json:"sender"`
+	IsFromMe  bool   `json:"is_from_me"`
+	Added     bool   `json:"added"`
+	SentAt    int64  `json:"sent_at"`
+	SyncedAt  int64  `json:"synced_at"`
+}
+
+func toAPIReaction(r storage.Reaction) apiReaction {
+	return apiReaction{ID: r.ID, MessageID: r.MessageID, ChatID: r.ChatID, Type: r.Type, Sender: r.Sender, IsFromMe: r.IsFromMe,
+		Added: r.Added, SentAt: r.SentAt, SyncedAt: r.SyncedAt}
+}
+
+type apiIndicator struct {
+	ID        string `json:"id"`
+	ChatID    string `json:"chat_id"`
+	Handle    string `json:"handle"`
+	IsTyping  bool   `json:"is_typing"`
+	UpdatedAt int64  `json:"updated_at"`
+}
+
+type apiReceipt struct {
+	ID         string `json:"id"`
+	ChatID     string `json:"chat_id"`
+	Handle     string `json:"handle"`
+	LastReadAt int64  `json:"last_read_at"`
+	SyncedAt   int64  `json:"synced_at"`
 }
 
 type apiOutboxItem struct {

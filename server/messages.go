@@ -9,18 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blueline-app/blueline/files"
 	"github.com/blueline-app/blueline/storage"
 )
 
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
-	from, err := queryHandle(r, "from")
-	if err != nil {
-		return err
-	}
-	to, err := queryHandle(r, "to")
-	if err != nil {
-		return err
-	}
 	limit, err := parseLimit(r)
 	if err != nil {
 		return err
@@ -29,11 +22,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	line, err := s.lineFor(r, from, "from")
-	if err != nil {
-		return err
-	}
-	tgt, err := s.resolveTo(r, line, to)
+	tgt, err := s.chatQuery(r)
 	if err != nil {
 		return err
 	}
@@ -47,7 +36,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := make([]apiMessage, len(msgs))
 	for i, m := range msgs {
-		out[i] = toAPIMessage(m)
+		out[i] = s.toAPIMessage(m)
 	}
 	writeJSON(w, http.StatusOK, newList(r.Context(), out, encodeCursor('m', next)))
 	return nil
@@ -63,19 +52,13 @@ type sendPayload struct {
 	ReplyTo     string   `json:"reply_to,omitempty"`
 }
 
-const maxIdempotencyKey = 255
-
 func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) error {
-	ctx := r.Context()
-	b, err := s.readBody(r)
+	b, idem, err := s.readWrite(r)
 	if err != nil {
 		return err
 	}
 	var p sendPayload
-	if p.From, err = b.required("from"); err != nil {
-		return err
-	}
-	if p.To, err = b.required("to"); err != nil {
+	if p.From, p.To, err = b.fromTo(); err != nil {
 		return err
 	}
 	if p.Text, err = b.optStr("text"); err != nil {
@@ -104,59 +87,156 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) error {
 			return errInvalid("attachments", "attachments must hold file IDs (file_…) from POST /v1/files.")
 		}
 	}
-	idem := r.Header.Get("Idempotency-Key")
-	if len(idem) > maxIdempotencyKey {
-		return errInvalid("Idempotency-Key", "Idempotency-Key is longer than %d characters.", maxIdempotencyKey)
-	}
-
-	line, err := s.lineFor(r, p.From, "from")
+	line, tgt, err := s.conversation(r, p.From, p.To, false)
 	if err != nil {
-		return err
-	}
-	tgt, err := s.resolveTo(r, line, p.To)
-	if err != nil {
-		return err
-	}
-	if err := s.checkRecipient(r, line, tgt); err != nil {
 		return err
 	}
 	for _, id := range p.Attachments {
-		if _, err := s.db.FileByID(ctx, id); errors.Is(err, storage.ErrNotFound) {
-			return errNotFound("file_not_found", "attachments", "No file %s.", id)
-		} else if err != nil {
+		if _, err := s.fileByID(r.Context(), id, "attachments"); err != nil {
 			return err
 		}
 	}
-	var replyGUID string
-	if p.ReplyTo != "" {
-		m, err := s.findMessage(r, line, p.ReplyTo, "reply_to")
-		if err != nil {
-			return err
-		}
-		if m.ChatID != tgt.chat.ID {
-			return errInvalid("reply_to", "reply_to must be a message in the chat being sent to.")
-		}
-		replyGUID = m.GUID
-	}
-
-	payload, err := json.Marshal(p)
+	replyGUID, err := s.replyTo(r, line, tgt, p.ReplyTo)
 	if err != nil {
 		return err
 	}
-	req := storage.EnqueueRequest{Item: storage.OutboxItem{
-		ID: storage.NewID("obx_"), LineID: line.ID, Kind: storage.KindMessage, Payload: payload,
-		MaxAttempts: s.opts.MaxAttempts, ChatID: tgt.chat.ID, Text: text, FileIDs: p.Attachments, ReplyToGUID: replyGUID,
-	}}
+	return s.enqueue(w, r, idem, line, p, storage.OutboxItem{
+		Kind: storage.KindMessage, ChatID: tgt.chat.ID, Text: text, FileIDs: p.Attachments, ReplyToGUID: replyGUID,
+	})
+}
+
+// audioPayload is POST /v1/audio-messages as the outbox keeps it; on
+// /v1/voice-notes the file field is voice_note instead of audio_message.
+type audioPayload struct {
+	From         string `json:"from"`
+	To           string `json:"to"`
+	AudioMessage string `json:"audio_message,omitempty"`
+	VoiceNote    string `json:"voice_note,omitempty"`
+	ReplyTo      string `json:"reply_to,omitempty"`
+}
+
+// sendAudio sends an uploaded audio file as a native voice memo. field is
+// the name of the body field holding the file ID.
+func (s *Server) sendAudio(field string) apiHandler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		b, idem, err := s.readWrite(r)
+		if err != nil {
+			return err
+		}
+		var p audioPayload
+		if p.From, p.To, err = b.fromTo(); err != nil {
+			return err
+		}
+		fileID, err := b.required(field)
+		if err != nil {
+			return err
+		}
+		if field == "voice_note" {
+			p.VoiceNote = fileID
+		} else {
+			p.AudioMessage = fileID
+		}
+		if p.ReplyTo, err = b.str("reply_to"); err != nil {
+			return err
+		}
+		if !storage.ValidID(fileID, "file_") {
+			return errInvalid(field, "%s must be a file ID (file_…) from POST /v1/files.", field)
+		}
+		line, tgt, err := s.conversation(r, p.From, p.To, true)
+		if err != nil {
+			return err
+		}
+		f, err := s.fileByID(r.Context(), fileID, field)
+		if err != nil {
+			return err
+		}
+		if !files.IsAudio(f.MimeType) {
+			return errInvalid(field, "File %s is %s, not audio: upload the recording with an audio/… Content-Type.", f.ID, f.MimeType)
+		}
+		replyGUID, err := s.replyTo(r, line, tgt, p.ReplyTo)
+		if err != nil {
+			return err
+		}
+		return s.enqueue(w, r, idem, line, p, storage.OutboxItem{
+			Kind: storage.KindMessage, ChatID: tgt.chat.ID, FileIDs: []string{f.ID}, ReplyToGUID: replyGUID, IsAudioMessage: true,
+		})
+	}
+}
+
+// replyTo resolves a reply_to value to the GUID of a message in the chat
+// being sent to.
+func (s *Server) replyTo(r *http.Request, line storage.Line, tgt target, value string) (string, error) {
+	if value == "" {
+		return "", nil
+	}
+	m, err := s.findMessage(r, line, value, "reply_to")
+	if err != nil {
+		return "", err
+	}
+	if m.ChatID != tgt.chat.ID {
+		return "", errInvalid("reply_to", "reply_to must be a message in the chat being sent to.")
+	}
+	return m.GUID, nil
+}
+
+// conversation resolves the line and recipient of a write and applies the
+// rules of the line (access, advanced features when the write needs them)
+// and of the recipient (sandbox, contact-first).
+func (s *Server) conversation(r *http.Request, from, to string, advanced bool) (storage.Line, target, error) {
+	line, err := s.lineFor(r, from, "from")
+	if err != nil {
+		return line, target{}, err
+	}
+	if advanced && !line.AdvancedFeatures {
+		return line, target{}, &Error{Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: "advanced_features_required", Param: "from",
+			Message: fmt.Sprintf("Line %s does not have advanced features (reactions, typing, read receipts, audio messages).", line.Handle)}
+	}
+	tgt, err := s.resolveTo(r, line, to)
+	if err != nil {
+		return line, tgt, err
+	}
+	return line, tgt, s.checkRecipient(r, line, tgt)
+}
+
+const maxIdempotencyKey = 255
+
+// readWrite reads the JSON body of a write and its Idempotency-Key.
+func (s *Server) readWrite(r *http.Request) (body, string, error) {
+	b, err := s.readBody(r)
+	if err != nil {
+		return nil, "", err
+	}
+	idem := r.Header.Get("Idempotency-Key")
+	if len(idem) > maxIdempotencyKey {
+		return nil, "", errInvalid("Idempotency-Key", "Idempotency-Key is longer than %d characters.", maxIdempotencyKey)
+	}
+	return b, idem, nil
+}
+
+// enqueue puts an accepted write in the outbox and answers with the outbox
+// item. payload is the request as the client sent it; item says what to do.
+// Messages count against the sandbox's daily quota; other writes do not.
+func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, idem string, line storage.Line, payload any, item storage.OutboxItem) error {
+	ctx := r.Context()
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return err
+	}
+	item.ID, item.LineID, item.Payload = storage.NewID("obx_"), line.ID, raw
+	if item.MaxAttempts == 0 {
+		item.MaxAttempts = s.opts.MaxAttempts
+	}
+	req := storage.EnqueueRequest{Item: item}
 	if idem != "" {
 		key := apiKey(ctx)
-		sum := sha256.Sum256(append([]byte(r.URL.Path+"\x00"), payload...))
+		sum := sha256.Sum256(append([]byte(r.URL.Path+"\x00"), raw...))
 		req.IdempotencyKey, req.RequestHash = key.ID+"\x00"+idem, sum[:]
 	}
 	now := s.now().UTC()
-	if line.IsSandbox {
+	if line.IsSandbox && item.Kind == storage.KindMessage {
 		req.SandboxDay, req.SandboxQuota = now.Format(time.DateOnly), s.opts.SandboxQuota
 	}
-	item, replayed, err := s.db.Enqueue(ctx, req)
+	stored, replayed, err := s.db.Enqueue(ctx, req)
 	switch {
 	case errors.Is(err, storage.ErrIdempotencyMismatch):
 		return errInvalid("Idempotency-Key", "This Idempotency-Key was used in the last 24 hours with a different request.")
@@ -171,7 +251,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) error {
 	if replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
-	writeJSON(w, http.StatusCreated, toAPIOutboxItem(item, requestID(ctx)))
+	writeJSON(w, http.StatusCreated, toAPIOutboxItem(stored, requestID(ctx)))
 	return nil
 }
 

@@ -85,6 +85,27 @@ func (b body) required(name string) (string, error) {
 	return s, err
 }
 
+// fromTo reads the two required fields every write has.
+func (b body) fromTo() (from, to string, err error) {
+	if from, err = b.required("from"); err != nil {
+		return "", "", err
+	}
+	to, err = b.required("to")
+	return from, to, err
+}
+
+func (b body) bool(name string) (bool, error) {
+	raw, ok := b[name]
+	if !ok || string(raw) == "null" {
+		return false, nil
+	}
+	var v bool
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return false, errInvalid(name, "%s must be true or false.", name)
+	}
+	return v, nil
+}
+
 func queryRequired(r *http.Request, name string) (string, error) {
 	v := strings.TrimSpace(r.URL.Query().Get(name))
 	if v == "" {

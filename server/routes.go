@@ -8,5 +8,18 @@ func (s *Server) routes(r *httprouter.Router) {
 	r.GET("/v1/chats", s.api("chats:read", s.listChats))
 	r.GET("/v1/messages", s.api("messages:read", s.listMessages))
 	r.POST("/v1/messages", s.api("messages:write", s.sendMessage))
+	r.POST("/v1/audio-messages", s.api("messages:write", s.sendAudio("audio_message")))
+	r.POST("/v1/voice-notes", s.api("messages:write", s.sendAudio("voice_note")))
+	r.GET("/v1/reactions", s.api("reactions:read", s.listReactions))
+	r.POST("/v1/reactions", s.api("reactions:write", s.sendReaction))
+	r.GET("/v1/typing", s.api("typing:read", s.listTyping))
+	r.POST("/v1/typing", s.api("typing:write", s.sendTyping))
+	r.GET("/v1/receipts", s.api("receipts:read", s.listReceipts))
+	r.POST("/v1/receipts", s.api("receipts:write", s.sendReceipt))
 	r.GET("/v1/outbox", s.api("outbox:read", s.getOutboxItem))
+	r.GET("/v1/files", s.api("files:read", s.getFile))
+	r.POST("/v1/files", s.api("files:write", s.uploadFile))
+	// Signed download URLs carry their own credential: no API key.
+	r.GET("/files/:id", s.downloadFile)
+	r.HEAD("/files/:id", s.downloadFile)
 }

@@ -19,6 +19,8 @@ import (
 // InboundRecorder stores what a simulated contact sends.
 type InboundRecorder interface {
 	Record(ctx context.Context, in bridge.Inbound) (storage.InboundResult, error)
+	RecordReaction(ctx context.Context, in bridge.InboundReaction) (storage.Reaction, bool, error)
+	RecordTyping(ctx context.Context, in bridge.InboundTyping) (storage.Indicator, error)
 }
 
 // Options configure the server.
@@ -33,15 +35,16 @@ type Options struct {
 type Server struct {
 	db      *storage.DB
 	inbound InboundRecorder
+	files   FileStore
 	opts    Options
 	log     *slog.Logger
 	limiter *limiter
 	now     func() time.Time
 }
 
-// New returns a server over db.
-func New(db *storage.DB, inbound InboundRecorder, opts Options, log *slog.Logger) *Server {
-	return &Server{db: db, inbound: inbound, opts: opts, log: log, limiter: newLimiter(opts.RequestsPerHour), now: time.Now}
+// New returns a server over db and files.
+func New(db *storage.DB, inbound InboundRecorder, files FileStore, opts Options, log *slog.Logger) *Server {
+	return &Server{db: db, inbound: inbound, files: files, opts: opts, log: log, limiter: newLimiter(opts.RequestsPerHour), now: time.Now}
 }
 
 // apiHandler handles an authenticated request; an error it returns is

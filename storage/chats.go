@@ -51,6 +51,19 @@ func (db *DB) ChatByIdentifier(ctx context.Context, lineID, identifier string) (
 	return c, err
 }
 
+// ChatByGUID returns a line's chat by the network's chat GUID.
+func (db *DB) ChatByGUID(ctx context.Context, lineID, guid string) (Chat, error) {
+	var c Chat
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		id := tx.Bucket(bktChatGUIDs).Get(chatGUIDKey(lineID, guid))
+		if id == nil {
+			return ErrNotFound
+		}
+		return getJSON(tx.Bucket(bktChats), id, &c)
+	})
+	return c, err
+}
+
 // ListChats pages through a line's chats, most recent message first. after is
 // the cursor returned by the previous page (nil for the first).
 func (db *DB) ListChats(ctx context.Context, lineID string, after []byte, limit int) (chats []Chat, next []byte, err error) {

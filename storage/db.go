@@ -44,12 +44,14 @@ var (
 	bktIdempotency   = []byte("idempotency")    // key ID ‖ 0 ‖ Idempotency-Key → idempotencyRecord
 	bktSandbox       = []byte("sandbox")        // "state" → SandboxState; "quota/<day>" → count
 	bktFiles         = []byte("files")          // file ID → File
+	bktReactions     = []byte("reactions")      // message ID ‖ sender ‖ 0 ‖ type → Reaction
+	bktReceipts      = []byte("receipts")       // chat ID ‖ handle → Receipt
 )
 
 var allBuckets = [][]byte{
 	bktMeta, bktLines, bktKeys, bktKeyHashes, bktChats, bktChatGUIDs, bktChatIdents,
 	bktChatRecent, bktChatMessages, bktMessages, bktMessageGUIDs, bktOutbox,
-	bktOutboxDue, bktOutboxClaimed, bktIdempotency, bktSandbox, bktFiles,
+	bktOutboxDue, bktOutboxClaimed, bktIdempotency, bktSandbox, bktFiles, bktReactions, bktReceipts,
 }
 
 const schemaVersion = 1
@@ -63,6 +65,7 @@ type DB struct {
 	lines []Line // set once by SyncLines, read-only afterwards
 
 	outboxReady chan struct{}
+	typing      typingState
 }
 
 // Open opens (creating if needed) the database file db.bolt in dir.

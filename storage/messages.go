@@ -143,8 +143,11 @@ type InboundResult struct {
 	Message Message
 	Chat    Chat
 	// Duplicate is true when a message with the same GUID was already
-	// stored; Message is then the stored one.
+	// stored; Message is then the stored one, with any transcription it
+	// lacked filled in from the new report.
 	Duplicate bool
+	// Transcribed is true when a duplicate brought a missing transcription.
+	Transcribed bool
 	// SandboxActivated is true when this message activated the sandbox line.
 	SandboxActivated bool
 }
@@ -157,11 +160,14 @@ func (db *DB) RecordInbound(ctx context.Context, in Inbound) (InboundResult, err
 		return InboundResult{}, fmt.Errorf("record inbound: line %s: %w", in.Chat.LineID, ErrNotFound)
 	}
 	var res InboundResult
-	err := db.bolt.Batch(func(tx *bolt.Tx) error {
+	err := db.bolt.Batch(func(tx *bolt.Tx) (err error) {
 		res = InboundResult{}
 		if id := tx.Bucket(bktMessageGUIDs).Get([]byte(in.Message.GUID)); id != nil {
 			res.Duplicate = true
 			if err := getMessage(tx, id, &res.Message); err != nil {
+				return err
+			}
+			if res.Transcribed, err = fillTranscriptions(tx, &res.Message, in.Message.Attachments); err != nil {
 				return err
 			}
 			return getJSON(tx.Bucket(bktChats), []byte(res.Message.ChatID), &res.Chat)
@@ -192,6 +198,26 @@ func (db *DB) RecordInbound(ctx context.Context, in Inbound) (InboundResult, err
 		return InboundResult{}, fmt.Errorf("record inbound: %w", err)
 	}
 	return res, nil
+}
+
+// fillTranscriptions copies transcriptions from a new report of message m
+// into the attachments that have none yet, and stores m if that changed it.
+func fillTranscriptions(tx *bolt.Tx, m *Message, report []Attachment) (bool, error) {
+	changed := false
+	for i := range min(len(m.Attachments), len(report)) {
+		if m.Attachments[i].Transcription == nil && report[i].Transcription != nil {
+			m.Attachments[i].Transcription = report[i].Transcription
+			changed = true
+		}
+	}
+	if !changed {
+		return false, nil
+	}
+	key := tx.Bucket(bktMessages).Get([]byte(m.ID))
+	if key == nil {
+		return false, fmt.Errorf("message %s: %w", m.ID, ErrNotFound)
+	}
+	return true, putJSON(tx.Bucket(bktChatMessages), key, m)
 }
 
 // upsertChat finds the chat by its network GUID or creates it from want.

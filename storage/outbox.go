@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -21,7 +22,10 @@ const (
 
 // Kinds of outbox items.
 const (
-	KindMessage = "message"
+	KindMessage  = "message" // a text, attachment or voice memo
+	KindReaction = "reaction"
+	KindTyping   = "typing"
+	KindRead     = "read" // a read receipt
 )
 
 // OutboxItem is one accepted write waiting for, or done with, delivery.
@@ -39,10 +43,18 @@ type OutboxItem struct {
 	NextAttemptAt int64           `json:"next_attempt_at"`
 
 	// What to send, resolved when the request was accepted.
-	ChatID      string   `json:"chat_id"`
-	Text        *string  `json:"text"`
-	FileIDs     []string `json:"file_ids"`
-	ReplyToGUID string   `json:"reply_to_guid"`
+	ChatID         string   `json:"chat_id"`
+	Text           *string  `json:"text"`
+	FileIDs        []string `json:"file_ids"`
+	ReplyToGUID    string   `json:"reply_to_guid"`
+	IsAudioMessage bool     `json:"is_audio_message,omitempty"`
+	// A reaction's target message and what to do to it.
+	TargetMessageID string `json:"target_message_id,omitempty"`
+	TargetGUID      string `json:"target_guid,omitempty"`
+	ReactionType    string `json:"reaction_type,omitempty"`
+	Remove          bool   `json:"remove,omitempty"`
+	// TypingOn is the state a typing item sets.
+	TypingOn bool `json:"typing_on,omitempty"`
 	// MessageID is the stored message once the item is sent.
 	MessageID string `json:"message_id"`
 }
@@ -226,20 +238,26 @@ func (db *DB) ClaimDue(ctx context.Context, now int64, max int) (items []OutboxI
 	return items, nextDue, err
 }
 
-// Sent is a successful delivery: the outbox item and the message it became.
+// Sent is a successful delivery.
 type Sent struct {
 	OutboxID string
-	Message  Message
+	// Message is what a message item became.
+	Message Message
+	// At is when the network took a reaction, typing change or read receipt
+	// (Unix ms).
+	At int64
 }
 
 // MarkSent records successful deliveries in one transaction: each item
-// becomes sent and its message is stored in the item's chat. An item that is
-// not claimed (recorded already) is skipped and reported in the error; the
-// others are recorded all the same.
+// becomes sent, and what it did is stored: a message in its chat, a reaction
+// on its message, a read receipt; a typing change updates the chat's
+// indicators. An item that is not claimed (recorded already) is skipped and
+// reported in the error; the others are recorded all the same.
 func (db *DB) MarkSent(ctx context.Context, sent ...Sent) error {
 	var skipped []error
+	var typing []OutboxItem
 	err := db.bolt.Batch(func(tx *bolt.Tx) error {
-		skipped = nil
+		skipped, typing = nil, nil
 		now := nowMillis()
 		// A batch often holds several messages of one chat: load it once.
 		type chatState struct{ saved, c Chat }
@@ -250,31 +268,54 @@ func (db *DB) MarkSent(ctx context.Context, sent ...Sent) error {
 				skipped = append(skipped, err)
 				continue
 			}
-			cs := chats[item.ChatID]
-			if cs == nil {
-				cs = &chatState{}
-				if err := getJSON(tx.Bucket(bktChats), []byte(item.ChatID), &cs.c); err != nil {
-					return fmt.Errorf("chat %s: %w", item.ChatID, err)
+			line, _ := db.LineByID(item.LineID)
+			switch item.Kind {
+			case KindMessage:
+				cs := chats[item.ChatID]
+				if cs == nil {
+					cs = &chatState{}
+					if err := getJSON(tx.Bucket(bktChats), []byte(item.ChatID), &cs.c); err != nil {
+						return fmt.Errorf("chat %s: %w", item.ChatID, err)
+					}
+					cs.saved = cs.c
+					chats[item.ChatID] = cs
 				}
-				cs.saved = cs.c
-				chats[item.ChatID] = cs
+				c := &cs.c
+				m := s.Message
+				m.ChatID, m.LineID, m.OutboxID = c.ID, c.LineID, item.ID
+				if m.Attachments == nil {
+					m.Attachments = []Attachment{}
+				}
+				if err := putMessage(tx, &cs.saved, c, &m); err != nil {
+					return err
+				}
+				item.MessageID = m.ID
+			case KindReaction:
+				_, _, err := applyReaction(tx, Reaction{MessageID: item.TargetMessageID, ChatID: item.ChatID, LineID: item.LineID,
+					Type: item.ReactionType, Sender: line.Handle, IsFromMe: true, Added: !item.Remove, SentAt: s.At, SyncedAt: now})
+				if err != nil {
+					return err
+				}
+			case KindRead:
+				if _, err := putReceipt(tx, item.ChatID, line.Handle, s.At, now); err != nil {
+					return err
+				}
+			case KindTyping:
+				typing = append(typing, item)
 			}
-			c := &cs.c
-			m := s.Message
-			m.ChatID, m.LineID, m.OutboxID = c.ID, c.LineID, item.ID
-			if m.Attachments == nil {
-				m.Attachments = []Attachment{}
-			}
-			if err := putMessage(tx, &cs.saved, c, &m); err != nil {
-				return err
-			}
-			item.Status, item.CompletedAt, item.Error, item.MessageID = StatusSent, now, "", m.ID
+			item.Status, item.CompletedAt, item.Error = StatusSent, now, ""
 			if err := putJSON(tx.Bucket(bktOutbox), []byte(item.ID), item); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+	if err == nil {
+		for _, item := range typing {
+			line, _ := db.LineByID(item.LineID)
+			db.SetTyping(item.ChatID, line.Handle, item.TypingOn, time.UnixMilli(item.CompletedAt))
+		}
+	}
 	return errors.Join(err, errors.Join(skipped...))
 }
 

@@ -21,6 +21,9 @@ type Network struct {
 
 	mu        sync.Mutex
 	delivered []bridge.Outgoing
+	reactions []bridge.Reaction
+	typing    []bridge.Typing
+	reads     []bridge.Read
 	failures  map[string][]error
 }
 
@@ -31,23 +34,50 @@ func New(latency time.Duration) *Network {
 
 // Send delivers a message to the simulated contacts of a chat.
 func (n *Network) Send(ctx context.Context, out bridge.Outgoing) (bridge.Receipt, error) {
+	if err := n.act(ctx, out.Chat, func() { n.delivered = append(n.delivered, out) }); err != nil {
+		return bridge.Receipt{}, err
+	}
+	return bridge.Receipt{GUID: NewGUID(), SentAt: time.Now()}, nil
+}
+
+// React delivers a tapback.
+func (n *Network) React(ctx context.Context, r bridge.Reaction) (bridge.Receipt, error) {
+	if err := n.act(ctx, r.Chat, func() { n.reactions = append(n.reactions, r) }); err != nil {
+		return bridge.Receipt{}, err
+	}
+	return bridge.Receipt{GUID: NewGUID(), SentAt: time.Now()}, nil
+}
+
+// SetTyping shows or hides the line's typing indicator.
+func (n *Network) SetTyping(ctx context.Context, t bridge.Typing) error {
+	return n.act(ctx, t.Chat, func() { n.typing = append(n.typing, t) })
+}
+
+// MarkRead sends a read receipt.
+func (n *Network) MarkRead(ctx context.Context, r bridge.Read) error {
+	return n.act(ctx, r.Chat, func() { n.reads = append(n.reads, r) })
+}
+
+// act takes the network's latency, then either fails as FailSends asked or
+// records the action.
+func (n *Network) act(ctx context.Context, chat bridge.Chat, record func()) error {
 	if n.latency > 0 {
 		t := time.NewTimer(n.latency)
 		defer t.Stop()
 		select {
 		case <-ctx.Done():
-			return bridge.Receipt{}, ctx.Err()
+			return ctx.Err()
 		case <-t.C:
 		}
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if errs := n.failures[out.Chat.Identifier]; len(errs) > 0 {
-		n.failures[out.Chat.Identifier] = errs[1:]
-		return bridge.Receipt{}, errs[0]
+	if errs := n.failures[chat.Identifier]; len(errs) > 0 {
+		n.failures[chat.Identifier] = errs[1:]
+		return errs[0]
 	}
-	n.delivered = append(n.delivered, out)
-	return bridge.Receipt{GUID: NewGUID(), SentAt: time.Now()}, nil
+	record()
+	return nil
 }
 
 // Run waits for ctx: nothing arrives on the simulated network by itself.
@@ -58,8 +88,9 @@ func (n *Network) Run(ctx context.Context, sink bridge.Sink) error {
 	return nil
 }
 
-// FailSends makes the next sends to a chat identifier fail with errs, one
-// error per send, the way a flaky or refusing network would.
+// FailSends makes the next actions (sends, reactions, typing, receipts) in
+// a chat fail with errs, one error per action, the way a flaky or refusing
+// network would.
 func (n *Network) FailSends(identifier string, errs ...error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -67,10 +98,21 @@ func (n *Network) FailSends(identifier string, errs ...error) {
 }
 
 // Delivered returns every message the network has delivered, oldest first.
-func (n *Network) Delivered() []bridge.Outgoing {
+func (n *Network) Delivered() []bridge.Outgoing { return snapshot(n, &n.delivered) }
+
+// Reactions returns every tapback the network has delivered, oldest first.
+func (n *Network) Reactions() []bridge.Reaction { return snapshot(n, &n.reactions) }
+
+// Typing returns every typing change the network has shown, oldest first.
+func (n *Network) Typing() []bridge.Typing { return snapshot(n, &n.typing) }
+
+// Reads returns every read receipt the network has delivered, oldest first.
+func (n *Network) Reads() []bridge.Read { return snapshot(n, &n.reads) }
+
+func snapshot[T any](n *Network, list *[]T) []T {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return append([]bridge.Outgoing(nil), n.delivered...)
+	return append([]T(nil), *list...)
 }
 
 // OneToOne names the one-to-one chat of a line with contact on service.

@@ -1,0 +1,99 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/blueline-app/blueline/bridge"
+	"github.com/blueline-app/blueline/storage"
+)
+
+// reactionPayload is POST /v1/reactions as the outbox keeps it.
+type reactionPayload struct {
+	From      string `json:"from"`
+	To        string `json:"to"`
+	MessageID string `json:"message_id"`
+	Type      string `json:"type"`
+	Remove    bool   `json:"remove,omitempty"`
+}
+
+// sendReaction adds a tapback to a message, or removes it with remove: true.
+func (s *Server) sendReaction(w http.ResponseWriter, r *http.Request) error {
+	b, idem, err := s.readWrite(r)
+	if err != nil {
+		return err
+	}
+	var p reactionPayload
+	if p.From, p.To, err = b.fromTo(); err != nil {
+		return err
+	}
+	if p.MessageID, err = b.required("message_id"); err != nil {
+		return err
+	}
+	if p.Type, err = b.required("type"); err != nil {
+		return err
+	}
+	if !slices.Contains(bridge.ReactionTypes, p.Type) {
+		return errInvalid("type", "type must be one of %s.", strings.Join(bridge.ReactionTypes, ", "))
+	}
+	if p.Remove, err = b.bool("remove"); err != nil {
+		return err
+	}
+	line, tgt, err := s.conversation(r, p.From, p.To, true)
+	if err != nil {
+		return err
+	}
+	m, err := s.findMessage(r, line, p.MessageID, "message_id")
+	if err != nil {
+		return err
+	}
+	if m.ChatID != tgt.chat.ID {
+		return errInvalid("message_id", "Message %s is not in the chat with %s.", p.MessageID, p.To)
+	}
+	return s.enqueue(w, r, idem, line, p, storage.OutboxItem{
+		Kind: storage.KindReaction, ChatID: tgt.chat.ID, TargetMessageID: m.ID, TargetGUID: m.GUID, ReactionType: p.Type, Remove: p.Remove,
+	})
+}
+
+// listReactions lists the reaction records of one message, all of them:
+// the SDK pages this list by asking again without a cursor.
+func (s *Server) listReactions(w http.ResponseWriter, r *http.Request) error {
+	value, err := queryRequired(r, "message_id")
+	if err != nil {
+		return err
+	}
+	var m storage.Message
+	if strings.HasPrefix(value, "msg_") {
+		if !storage.ValidID(value, "msg_") {
+			return errInvalid("message_id", "message_id must be a message ID (msg_…) or GUID.")
+		}
+		m, err = s.db.MessageByID(r.Context(), value)
+	} else {
+		m, err = s.db.MessageByGUID(r.Context(), value)
+	}
+	if errors.Is(err, storage.ErrNotFound) {
+		return errNotFound("message_not_found", "message_id", "No message %s.", value)
+	}
+	if err != nil {
+		return err
+	}
+	line, ok := s.db.LineByID(m.LineID)
+	if !ok {
+		return errNotFound("message_not_found", "message_id", "No message %s.", value)
+	}
+	if err := checkLineAccess(apiKey(r.Context()), line); err != nil {
+		return err
+	}
+	recs, err := s.db.ReactionsByMessage(r.Context(), m.ID)
+	if err != nil {
+		return err
+	}
+	out := make([]apiReaction, len(recs))
+	for i, rec := range recs {
+		out[i] = toAPIReaction(rec)
+	}
+	writeJSON(w, http.StatusOK, newList(r.Context(), out, nil))
+	return nil
+}

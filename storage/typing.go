@@ -1,0 +1,70 @@
+package storage
+
+import (
+	"slices"
+	"sync"
+	"time"
+)
+
+// TypingTTL is how long a typing indicator lasts without an update. The
+// network hides an indicator nobody refreshes; so do we. A stopped one is
+// listed (is_typing false) for the same time, so a client polling every few
+// seconds sees the stop.
+const TypingTTL = time.Minute
+
+// Indicator is one chat member's typing state.
+type Indicator struct {
+	ID        string `json:"id"`
+	ChatID    string `json:"chat_id"`
+	Handle    string `json:"handle"`
+	IsTyping  bool   `json:"is_typing"`
+	UpdatedAt int64  `json:"updated_at"`
+}
+
+// typingState holds indicators in memory only: they expire within a minute,
+// so after a restart there is nothing worth keeping.
+type typingState struct {
+	mu    sync.Mutex
+	chats map[string][]Indicator // by chat ID
+}
+
+// SetTyping records that handle started (on) or stopped typing in a chat.
+// An indicator keeps its ID while it lasts.
+func (db *DB) SetTyping(chatID, handle string, on bool, at time.Time) Indicator {
+	t := &db.typing
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.chats == nil {
+		t.chats = map[string][]Indicator{}
+	}
+	list := live(t.chats[chatID], at)
+	i := slices.IndexFunc(list, func(ind Indicator) bool { return ind.Handle == handle })
+	if i < 0 {
+		list = append(list, Indicator{ID: NewID("ind_"), ChatID: chatID, Handle: handle})
+		i = len(list) - 1
+	}
+	if at.UnixMilli() >= list[i].UpdatedAt {
+		list[i].IsTyping, list[i].UpdatedAt = on, at.UnixMilli()
+	}
+	t.chats[chatID] = list
+	return list[i]
+}
+
+// TypingIndicators lists a chat's indicators that have not expired at now.
+func (db *DB) TypingIndicators(chatID string, now time.Time) []Indicator {
+	t := &db.typing
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	list := live(t.chats[chatID], now)
+	if len(list) == 0 {
+		delete(t.chats, chatID)
+		return []Indicator{}
+	}
+	t.chats[chatID] = list
+	return slices.Clone(list)
+}
+
+func live(list []Indicator, now time.Time) []Indicator {
+	cutoff := now.Add(-TypingTTL).UnixMilli()
+	return slices.DeleteFunc(list, func(ind Indicator) bool { return ind.UpdatedAt <= cutoff })
+}
