@@ -174,6 +174,25 @@ func getJSON(b *bolt.Bucket, key []byte, v any) error {
 	return json.Unmarshal(data, v)
 }
 
+// listPrefix decodes every value under a fixed-width ID prefix (a message's
+// reactions, a chat's receipts): small sets, read whole.
+func listPrefix[T any](db *DB, bucket []byte, id string) ([]T, error) {
+	out := []T{}
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucket).Cursor()
+		prefix := []byte(id)
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			var item T
+			if err := json.Unmarshal(v, &item); err != nil {
+				return fmt.Errorf("decode %s %q: %w", bucket, k, err)
+			}
+			out = append(out, item)
+		}
+		return nil
+	})
+	return out, err
+}
+
 // pageBackward walks keys under prefix from newest to oldest, starting just
 // before prefix‖after (or at the newest key when after is nil). It stops after
 // limit+1 keys so the caller learns whether more exist without reading them.

@@ -3,7 +3,6 @@ package storage
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -65,19 +64,7 @@ func applyReaction(tx *bolt.Tx, r Reaction) (Reaction, bool, error) {
 // ReactionsByMessage lists the reaction records of a message, oldest change
 // first.
 func (db *DB) ReactionsByMessage(ctx context.Context, messageID string) ([]Reaction, error) {
-	out := []Reaction{}
-	err := db.bolt.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bktReactions).Cursor()
-		prefix := []byte(messageID)
-		for k, v := c.Seek(prefix); k != nil && len(k) > len(prefix) && string(k[:len(prefix)]) == messageID; k, v = c.Next() {
-			var r Reaction
-			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("decode reaction %q: %w", k, err)
-			}
-			out = append(out, r)
-		}
-		return nil
-	})
+	out, err := listPrefix[Reaction](db, bktReactions, messageID)
 	slices.SortStableFunc(out, func(a, b Reaction) int { return cmp.Compare(a.SentAt, b.SentAt) })
 	return out, err
 }

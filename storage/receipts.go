@@ -3,7 +3,6 @@ package storage
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -54,19 +53,7 @@ func putReceipt(tx *bolt.Tx, chatID, handle string, readAt, now int64) (Receipt,
 
 // Receipts lists a chat's read receipts, most recently read first.
 func (db *DB) Receipts(ctx context.Context, chatID string) ([]Receipt, error) {
-	out := []Receipt{}
-	err := db.bolt.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bktReceipts).Cursor()
-		prefix := []byte(chatID)
-		for k, v := c.Seek(prefix); k != nil && len(k) > len(prefix) && string(k[:len(prefix)]) == chatID; k, v = c.Next() {
-			var r Receipt
-			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("decode receipt %q: %w", k, err)
-			}
-			out = append(out, r)
-		}
-		return nil
-	})
+	out, err := listPrefix[Receipt](db, bktReceipts, chatID)
 	slices.SortStableFunc(out, func(a, b Receipt) int { return cmp.Compare(b.LastReadAt, a.LastReadAt) })
 	return out, err
 }
