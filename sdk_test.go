@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"net/http"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -63,6 +65,23 @@ var (
 		"type": {kind: kString}, "code": {kind: kString}, "message": {kind: kString}, "param": {kind: kString, optional: true},
 	}
 	sdkError = schema{"error": {kind: kObject, items: &sdkErrorDetail}, "request_id": {kind: kString}}
+	sdkFile  = schema{
+		"id": {kind: kString}, "url": {kind: kString, nullable: true, optional: true},
+		"filename": {kind: kString, nullable: true, optional: true}, "mime_type": {kind: kString},
+		"size": {kind: kNumber}, "request_id": {kind: kString},
+	}
+	sdkReaction = schema{
+		"id": {kind: kString}, "message_id": {kind: kString}, "type": {kind: kString}, "sender": {kind: kString},
+		"is_from_me": {kind: kBool}, "added": {kind: kBool}, "sent_at": {kind: kNumber}, "synced_at": {kind: kNumber},
+	}
+	sdkTypingIndicator = schema{
+		"id": {kind: kString}, "chat_id": {kind: kString}, "handle": {kind: kString}, "is_typing": {kind: kBool},
+		"updated_at": {kind: kNumber},
+	}
+	sdkReadReceipt = schema{
+		"id": {kind: kString}, "chat_id": {kind: kString}, "handle": {kind: kString}, "last_read_at": {kind: kNumber},
+		"synced_at": {kind: kNumber},
+	}
 )
 
 func sdkList(item schema) schema {
@@ -180,5 +199,108 @@ func TestResponsesMatchSDKSchemas(t *testing.T) {
 	}
 	if len(conform("$", map[string]any{"data": []any{}, "has_more": false, "request_id": "r"}, sdkList(sdkLine))) == 0 {
 		t.Fatal("conform accepted a list without next_cursor")
+	}
+}
+
+// Files, reactions, typing indicators, read receipts and audio messages, as
+// the SDK parses them.
+func TestAdvancedResponsesMatchSDKSchemas(t *testing.T) {
+	td := startTestDaemon(t, "")
+	key := td.key("--owner", "dev")
+	in := td.inbound(mainLine, alice, "hello")
+	msgID, guid := in["id"].(string), in["guid"].(string)
+	td.inbound(plainLine, alice, "hi")
+
+	up := td.call("POST", "/v1/files", key, string(fakeM4A), "Content-Type", "audio/mp4", "X-Filename", "memo.m4a")
+	if up.status != 201 {
+		t.Fatalf("upload: %d %s", up.status, up.raw)
+	}
+	assertConforms(t, "POST /v1/files", up, sdkFile)
+	unnamed := td.call("POST", "/v1/files", key, "plain bytes", "Content-Type", "text/plain")
+	assertConforms(t, "POST /v1/files (no filename)", unnamed, sdkFile)
+	audio := up.body["id"].(string)
+
+	// getFileUrl: redirect "manual", then the Location header.
+	req, _ := http.NewRequest("GET", td.base+"/v1/files?id="+audio, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	manual := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := manual.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if loc := resp.Header.Get("Location"); resp.StatusCode != 302 || !strings.Contains(loc, "/files/"+audio) {
+		t.Errorf("GET /v1/files: %d, Location %q", resp.StatusCode, loc)
+	}
+
+	for _, w := range []struct {
+		path string
+		body map[string]any
+	}{
+		{"/v1/reactions", map[string]any{"message_id": msgID, "type": "love"}},
+		{"/v1/typing", map[string]any{"state": "on"}},
+		{"/v1/receipts", map[string]any{}},
+		{"/v1/audio-messages", map[string]any{"audio_message": audio}},
+		{"/v1/voice-notes", map[string]any{"voice_note": audio, "reply_to": guid}},
+	} {
+		r := td.call("POST", w.path, key, withFields(w.body, "from", mainLine, "to", alice))
+		if r.status != 201 {
+			t.Fatalf("POST %s: %d %s", w.path, r.status, r.raw)
+		}
+		assertConforms(t, "POST "+w.path, r, sdkOutboxItem)
+		td.waitOutbox(key, r.body["id"].(string))
+		assertConforms(t, "GET /v1/outbox ("+w.path+")", td.call("GET", "/v1/outbox?id="+r.body["id"].(string), key, nil), sdkOutboxItem)
+	}
+	td.simJSON("reaction", "--line", mainLine, "--from", alice, "--message", guid, "--type", "question", "--remove")
+	td.simJSON("typing", "--line", mainLine, "--from", alice)
+
+	for _, c := range []struct {
+		path string
+		item schema
+	}{
+		{"/v1/reactions?message_id=" + msgID, sdkReaction},
+		{"/v1/reactions?message_id=" + guid, sdkReaction},
+		{"/v1/typing?from=" + mainLine + "&to=" + alice, sdkTypingIndicator},
+		{"/v1/receipts?from=" + mainLine + "&to=" + alice, sdkReadReceipt},
+		{"/v1/messages?from=" + mainLine + "&to=" + alice, sdkMessage},
+	} {
+		r := td.call("GET", c.path, key, nil)
+		assertConforms(t, "GET "+c.path, r, sdkList(c.item))
+		if len(r.data()) == 0 {
+			t.Errorf("GET %s: an empty list checks no item", c.path)
+		}
+	}
+	withAttachment := 0
+	for _, m := range td.call("GET", "/v1/messages?from="+mainLine+"&to="+alice, key, nil).data() {
+		if atts, _ := m["attachments"].([]any); len(atts) > 0 {
+			withAttachment++
+		}
+	}
+	if withAttachment != 2 {
+		t.Errorf("%d messages with an attachment, want the 2 audio messages", withAttachment)
+	}
+	for _, c := range []struct {
+		method, path string
+		body         any
+	}{
+		{"POST", "/v1/reactions", "{"},
+		{"POST", "/v1/reactions", map[string]any{"from": mainLine, "to": alice, "message_id": msgID}},
+		{"POST", "/v1/reactions", map[string]any{"from": mainLine, "to": alice, "message_id": "msg_aaaaaaaaaaaaaaaaaaaaaaaaaa", "type": "like"}},
+		{"POST", "/v1/typing", map[string]any{"from": mainLine, "to": alice, "state": "sideways"}},
+		{"POST", "/v1/receipts", map[string]any{"from": plainLine, "to": alice}},
+		{"POST", "/v1/audio-messages", map[string]any{"from": mainLine, "to": alice, "audio_message": unnamed.body["id"]}},
+		{"POST", "/v1/voice-notes", map[string]any{"from": mainLine, "to": carol, "voice_note": audio}},
+		{"POST", "/v1/files", ""},
+		{"GET", "/v1/reactions", nil},
+		{"GET", "/v1/reactions?message_id=0000-NO-SUCH-GUID", nil},
+		{"GET", "/v1/typing?from=" + mainLine, nil},
+		{"GET", "/v1/receipts?from=+15559999999&to=" + alice, nil},
+		{"GET", "/v1/files?id=file_aaaaaaaaaaaaaaaaaaaaaaaaaa", nil},
+	} {
+		r := td.call(c.method, c.path, key, c.body)
+		if r.status < 400 {
+			t.Errorf("%s %s %v: %d, want an error", c.method, c.path, c.body, r.status)
+		}
+		assertConforms(t, c.method+" "+c.path, r, sdkError)
 	}
 }

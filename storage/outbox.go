@@ -255,9 +255,8 @@ type Sent struct {
 // reported in the error; the others are recorded all the same.
 func (db *DB) MarkSent(ctx context.Context, sent ...Sent) error {
 	var skipped []error
-	var typing []OutboxItem
 	err := db.bolt.Batch(func(tx *bolt.Tx) error {
-		skipped, typing = nil, nil
+		skipped = nil
 		now := nowMillis()
 		// A batch often holds several messages of one chat: load it once.
 		type chatState struct{ saved, c Chat }
@@ -301,7 +300,10 @@ func (db *DB) MarkSent(ctx context.Context, sent ...Sent) error {
 					return err
 				}
 			case KindTyping:
-				typing = append(typing, item)
+				// Indicators live in memory: set before the commit, so that
+				// an item seen as sent already shows. Setting one twice (if
+				// Batch reruns this) changes nothing.
+				db.SetTyping(item.ChatID, line.Handle, item.TypingOn, time.UnixMilli(now))
 			}
 			item.Status, item.CompletedAt, item.Error = StatusSent, now, ""
 			if err := putJSON(tx.Bucket(bktOutbox), []byte(item.ID), item); err != nil {
@@ -310,12 +312,6 @@ func (db *DB) MarkSent(ctx context.Context, sent ...Sent) error {
 		}
 		return nil
 	})
-	if err == nil {
-		for _, item := range typing {
-			line, _ := db.LineByID(item.LineID)
-			db.SetTyping(item.ChatID, line.Handle, item.TypingOn, time.UnixMilli(item.CompletedAt))
-		}
-	}
 	return errors.Join(err, errors.Join(skipped...))
 }
 
