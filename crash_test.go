@@ -32,6 +32,25 @@ func freePort(t *testing.T) string {
 	return l.Addr().String()
 }
 
+// serveBinary runs `bin serve` on td's configuration until the test ends,
+// and waits until its admin socket answers.
+func serveBinary(td *testDaemon, bin string) *exec.Cmd {
+	td.t.Helper()
+	cmd := exec.Command(bin, "serve", "--config", td.cfgPath)
+	if testing.Verbose() {
+		cmd.Stderr = os.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		td.t.Fatal(err)
+	}
+	td.t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	eventually(td.t, 20*time.Second, func() bool {
+		_, _, code := td.cli("keys", "list")
+		return code == 0
+	})
+	return cmd
+}
+
 // A real process is killed (SIGKILL) with one send claimed mid-flight and
 // one waiting; after a restart both are delivered, each exactly once.
 func TestCrashLosesNothing(t *testing.T) {
@@ -48,22 +67,7 @@ func TestCrashLosesNothing(t *testing.T) {
 			`listen = "127.0.0.1:0"`, fmt.Sprintf("listen = %q", addr), 1)
 		writeFile(t, cfgPath, cfg)
 	}
-	start := func() *exec.Cmd {
-		cmd := exec.Command(bin, "serve", "--config", cfgPath)
-		cmd.Stderr = os.Stderr
-		if !testing.Verbose() {
-			cmd.Stderr = nil
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		eventually(t, 20*time.Second, func() bool {
-			_, _, code := td.cli("keys", "list")
-			return code == 0
-		})
-		return cmd
-	}
+	start := func() *exec.Cmd { return serveBinary(td, bin) }
 
 	writeConfig("1h") // every send hangs: the first is claimed, the second waits
 	proc := start()
@@ -100,4 +104,40 @@ func TestCrashLosesNothing(t *testing.T) {
 	if count["first"] != 1 || count["second"] != 1 || count["hi"] != 1 {
 		t.Fatalf("history after the crash: %v", count)
 	}
+}
+
+// A delivery queued with its message survives SIGKILL: the event was
+// committed in the message's own transaction.
+func TestCrashKeepsWebhookDeliveries(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	rc, up := downReceiver(t)
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	addr := freePort(t)
+	td := &testDaemon{t: t, cfgPath: filepath.Join(dir, "blueline.toml"), dataDir: filepath.Join(dir, "data"), base: "http://" + addr}
+	cfg := strings.Replace(testConfig(td.dataDir, webhookConfig(t, rc, "retry_schedule = [\"200ms\", \"200ms\", \"200ms\"]\n")),
+		`listen = "127.0.0.1:0"`, fmt.Sprintf("listen = %q", addr), 1)
+	writeFile(t, td.cfgPath, cfg)
+
+	proc := serveBinary(td, bin)
+	key := td.key()
+	td.register(key, mainLine, rc, "message.received")
+	in := td.inbound(mainLine, alice, "survive this")
+	first := rc.waitRequests(1)[0]
+	proc.Process.Kill()
+	proc.Wait()
+	before := len(rc.requests())
+
+	up()
+	serveBinary(td, bin)
+	got := rc.waitRequests(before + 1)
+	if last := got[before]; last.err != nil || last.deliveryID() != first.deliveryID() || last.data()["id"] != in["id"] {
+		t.Fatalf("after the crash: %v %s", last.err, last.raw)
+	}
+	eventually(t, 10*time.Second, func() bool {
+		out := td.mustCLI("webhooks", "deliveries", "--delivery", first.deliveryID(), "--limit", "1")
+		return strings.HasSuffix(strings.TrimSpace(out), "\tok")
+	})
 }

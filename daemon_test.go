@@ -31,7 +31,7 @@ const (
 // testDaemon is a real daemon on a temporary data folder, listening on a
 // loopback port of its own.
 type testDaemon struct {
-	t       *testing.T
+	t       testing.TB
 	cfgPath string
 	dataDir string
 	d       *daemon
@@ -72,7 +72,7 @@ retry_max = "20ms"
 %s`, dataDir, sandboxLine, mainLine, smsLine, plainLine, extra)
 }
 
-func startTestDaemon(t *testing.T, extra string) *testDaemon {
+func startTestDaemon(t testing.TB, extra string) *testDaemon {
 	t.Helper()
 	dir := t.TempDir()
 	td := &testDaemon{t: t, cfgPath: filepath.Join(dir, "blueline.toml"), dataDir: filepath.Join(dir, "data")}
@@ -251,7 +251,7 @@ func (td *testDaemon) waitOutbox(key, id string) map[string]any {
 }
 
 // eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, within time.Duration, cond func() bool) {
+func eventually(t testing.TB, within time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for !cond() {

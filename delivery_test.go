@@ -18,7 +18,7 @@ import (
 	"github.com/blueline-app/blueline/server"
 )
 
-func decodeJSON(t *testing.T, s string, v any) {
+func decodeJSON(t testing.TB, s string, v any) {
 	t.Helper()
 	if err := json.Unmarshal([]byte(s), v); err != nil {
 		t.Fatalf("decode %q: %v", s, err)
@@ -265,7 +265,7 @@ func TestBadConfigRefused(t *testing.T) {
 	}
 }
 
-func writeFile(t *testing.T, path, content string) {
+func writeFile(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -18,6 +19,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -34,6 +36,7 @@ import (
 	"github.com/blueline-app/blueline/files"
 	"github.com/blueline-app/blueline/server"
 	"github.com/blueline-app/blueline/storage"
+	"github.com/blueline-app/blueline/webhook"
 )
 
 // Stamped at build time with -ldflags "-X main.version=…".
@@ -62,6 +65,9 @@ Usage:
   blueline sim reaction [--config FILE] --line HANDLE --from HANDLE --message MSG_ID_OR_GUID --type TYPE [--remove]
   blueline sim typing [--config FILE] --line HANDLE --from HANDLE [--chat cht_…] [--state on|off]
   blueline sandbox [--config FILE]      show the sandbox line and its activation code
+  blueline webhooks list [--config FILE]
+  blueline webhooks deliveries [--config FILE] [--webhook wh_…] [--delivery dlv_…] [--limit N]
+  blueline webhooks redeliver [--config FILE] DELIVERY_ID
   blueline version
 
 Without --config, the embedded default is used: 127.0.0.1:8080, data in ./blueline-data,
@@ -86,6 +92,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdSim(ctx, rest, stdout)
 	case "sandbox":
 		err = cmdSandbox(ctx, rest, stdout)
+	case "webhooks":
+		err = cmdWebhooks(ctx, rest, stdout)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "blueline %s (commit %s, built %s)\n", version, commit, date)
 	case "help", "-h", "--help":
@@ -235,11 +243,18 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *
 		return nil, err
 	}
 	receiver := delivery.NewReceiver(db, store)
+	policy := webhook.Policy{AllowHTTP: cfg.Webhooks.AllowHTTP, AllowPrivateNetworks: cfg.Webhooks.AllowPrivateNetworks}
+	roots, err := webhookRoots(cfg)
+	if err != nil {
+		apiLn.Close()
+		return nil, err
+	}
 	srv := server.New(db, receiver, store, server.Options{
 		RequestsPerHour: cfg.Limits.RequestsPerHour,
 		MaxBodyBytes:    cfg.Limits.MaxBodyBytes,
 		MaxAttempts:     cfg.Delivery.MaxAttempts,
 		SandboxQuota:    cfg.Sandbox.DailyQuota,
+		WebhookPolicy:   policy,
 	}, log)
 	adminLn, err := server.ListenAdmin(cfg.DataDir())
 	if err != nil {
@@ -257,10 +272,23 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *
 	worker := delivery.NewWorker(db, bridges, store, delivery.Options{
 		Workers: cfg.Delivery.Workers, RetryBase: cfg.Delivery.RetryBase.Duration, RetryMax: cfg.Delivery.RetryMax.Duration,
 	}, log)
+	schedule := make([]time.Duration, len(cfg.Webhooks.RetrySchedule))
+	for i, d := range cfg.Webhooks.RetrySchedule {
+		schedule[i] = d.Duration
+	}
+	dispatcher := webhook.New(db, srv, webhook.Options{
+		Schedule: schedule, Timeout: cfg.Webhooks.Timeout.Duration, DisableAfter: cfg.Webhooks.DisableAfter.Duration,
+		Lanes: cfg.Webhooks.Concurrency, Policy: policy, RootCAs: roots, Retention: cfg.Webhooks.Retention.Duration,
+	}, log)
 	var running sync.WaitGroup
 	running.Go(func() {
 		if err := worker.Run(workerCtx); err != nil {
 			log.Error("delivery worker stopped", "err", err)
+		}
+	})
+	running.Go(func() {
+		if err := dispatcher.Run(workerCtx); err != nil {
+			log.Error("webhook dispatcher stopped", "err", err)
 		}
 	})
 	for _, b := range distinct(bridges) {
@@ -279,6 +307,25 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *
 	log.Info("blueline serving", "version", version, "listen", d.apiAddr.String(), "data", cfg.DataDir(),
 		"admin_socket", server.AdminSocketPath(cfg.DataDir()), "lines", len(lines))
 	return d, nil
+}
+
+// webhookRoots is the system's certificate pool plus [webhooks] ca_file.
+func webhookRoots(cfg *config.Config) (*x509.CertPool, error) {
+	if cfg.Webhooks.CAFile == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(cfg.Webhooks.CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: webhooks.ca_file: %w", cfgName(cfg), err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("config %s: webhooks.ca_file: %s holds no PEM certificate", cfgName(cfg), cfg.Webhooks.CAFile)
+	}
+	return pool, nil
 }
 
 // distinct lists each bridge once, however many lines it serves.
@@ -390,25 +437,32 @@ func cmdKeys(ctx context.Context, args []string, stdout io.Writer) error {
 				time.UnixMilli(k.CreatedAt).UTC().Format(time.RFC3339))
 		}
 	case "revoke":
-		rest, err := parseFlags(fs, args[1:])
+		id, err := adminPostID(ctx, fs, cfgPath, args[1:], "/keys/revoke")
 		if err != nil {
 			return err
 		}
-		if len(rest) != 1 {
-			return fmt.Errorf("%w: keys revoke takes one key ID", errUsage)
-		}
-		c, err := adminClient(*cfgPath)
-		if err != nil {
-			return err
-		}
-		if err := c.Do(ctx, http.MethodPost, "/keys/revoke", map[string]string{"id": rest[0]}, nil); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "revoked %s\n", rest[0])
+		fmt.Fprintf(stdout, "revoked %s\n", id)
 	default:
 		return fmt.Errorf("%w: unknown keys command %q", errUsage, args[0])
 	}
 	return nil
+}
+
+// adminPostID posts {"id": ID} to an admin path, ID being the command's one
+// positional argument.
+func adminPostID(ctx context.Context, fs *flag.FlagSet, cfgPath *string, args []string, path string) (string, error) {
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return "", err
+	}
+	if len(rest) != 1 {
+		return "", fmt.Errorf("%w: %s takes one ID", errUsage, fs.Name())
+	}
+	c, err := adminClient(*cfgPath)
+	if err != nil {
+		return "", err
+	}
+	return rest[0], c.Do(ctx, http.MethodPost, path, map[string]string{"id": rest[0]}, nil)
 }
 
 func scopeList(scopes []string) string {
@@ -524,6 +578,79 @@ func cmdSim(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("%w: unknown sim command %q (inbound, reaction or typing)", errUsage, args[0])
 	}
 	return adminPrint(ctx, *cfgPath, http.MethodPost, path, in, stdout)
+}
+
+func cmdWebhooks(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: webhooks needs list, deliveries or redeliver", errUsage)
+	}
+	fs := flag.NewFlagSet("webhooks "+args[0], flag.ContinueOnError)
+	cfgPath := fs.String("config", "", "configuration file")
+	switch args[0] {
+	case "list":
+		if err := parseNoArgs(fs, args[1:]); err != nil {
+			return err
+		}
+		c, err := adminClient(*cfgPath)
+		if err != nil {
+			return err
+		}
+		var hooks struct{ Data []server.WebhookInfo }
+		if err := c.Do(ctx, http.MethodGet, "/webhooks", nil, &hooks); err != nil {
+			return err
+		}
+		for _, h := range hooks.Data {
+			state := "active"
+			if !h.IsActive {
+				state = "inactive"
+			} else if h.FailingSince > 0 {
+				state = "failing since " + time.UnixMilli(h.FailingSince).UTC().Format(time.RFC3339)
+			}
+			fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\t%s\n", h.ID, h.Line, state, strings.Join(h.Events, ","), h.URL)
+		}
+	case "deliveries":
+		webhookID := fs.String("webhook", "", "only this webhook's attempts")
+		deliveryID := fs.String("delivery", "", "only this delivery's attempts")
+		limit := fs.Int("limit", 50, "how many attempts, newest first")
+		if err := parseNoArgs(fs, args[1:]); err != nil {
+			return err
+		}
+		c, err := adminClient(*cfgPath)
+		if err != nil {
+			return err
+		}
+		q := url.Values{"limit": {fmt.Sprint(*limit)}}
+		if *webhookID != "" {
+			q.Set("webhook", *webhookID)
+		}
+		if *deliveryID != "" {
+			q.Set("delivery", *deliveryID)
+		}
+		var attempts struct{ Data []storage.Attempt }
+		if err := c.Do(ctx, http.MethodGet, "/webhooks/attempts?"+q.Encode(), nil, &attempts); err != nil {
+			return err
+		}
+		for _, a := range attempts.Data {
+			status, outcome := "-", "ok"
+			if a.StatusCode != 0 {
+				status = fmt.Sprint(a.StatusCode)
+			}
+			if a.Error != "" {
+				outcome = a.Error
+			}
+			fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\t#%d\t%s\t%dms\t%s\n", time.UnixMilli(a.At).UTC().Format("2006-01-02T15:04:05.000Z"),
+				a.DeliveryID, a.WebhookID, a.Event, a.N, status, a.LatencyMs, outcome)
+		}
+	case "redeliver":
+		id, err := adminPostID(ctx, fs, cfgPath, args[1:], "/webhooks/redeliver")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "queued %s again\n", id)
+	default:
+		return fmt.Errorf("%w: unknown webhooks command %q", errUsage, args[0])
+	}
+	return nil
 }
 
 func cmdSandbox(ctx context.Context, args []string, stdout io.Writer) error {

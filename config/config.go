@@ -27,6 +27,7 @@ type Config struct {
 	Sandbox  Sandbox  `toml:"sandbox"`
 	Limits   Limits   `toml:"limits"`
 	Files    Files    `toml:"files"`
+	Webhooks Webhooks `toml:"webhooks"`
 	Delivery Delivery `toml:"delivery"`
 	Sim      Sim      `toml:"sim"`
 	Log      Log      `toml:"log"`
@@ -82,6 +83,18 @@ type Limits struct {
 type Files struct {
 	MaxUploadBytes int64    `toml:"max_upload_bytes"` // largest upload
 	URLTTL         Duration `toml:"url_ttl"`          // how long a signed download URL works
+}
+
+// Webhooks tunes the delivery of webhook events.
+type Webhooks struct {
+	AllowHTTP            bool       `toml:"allow_http"`             // accept http:// receiver URLs
+	AllowPrivateNetworks bool       `toml:"allow_private_networks"` // accept receivers on loopback and private addresses
+	Timeout              Duration   `toml:"timeout"`                // for a receiver to answer
+	RetrySchedule        []Duration `toml:"retry_schedule"`         // waits before each retry
+	DisableAfter         Duration   `toml:"disable_after"`          // failing this long makes a webhook inactive
+	Concurrency          int        `toml:"concurrency"`            // deliveries under way per webhook
+	CAFile               string     `toml:"ca_file"`                // extra trusted roots for receivers, PEM
+	Retention            Duration   `toml:"retention"`              // how long delivery records are kept
 }
 
 // Delivery tunes the workers that hand outgoing messages to the bridges.
@@ -190,6 +203,16 @@ func defaults() *Config {
 		Sandbox: Sandbox{Label: "Sandbox", DailyQuota: 50},
 		Limits:  Limits{RequestsPerHour: 1000, MaxBodyBytes: 1 << 20},
 		Files:   Files{MaxUploadBytes: 100 << 20, URLTTL: Duration{time.Hour}},
+		Webhooks: Webhooks{
+			Timeout: Duration{15 * time.Second},
+			RetrySchedule: []Duration{
+				{5 * time.Second}, {30 * time.Second}, {2 * time.Minute}, {10 * time.Minute}, {30 * time.Minute},
+				{time.Hour}, {3 * time.Hour}, {6 * time.Hour}, {12 * time.Hour}, {24 * time.Hour}, {24 * time.Hour},
+			},
+			DisableAfter: Duration{72 * time.Hour},
+			Concurrency:  4,
+			Retention:    Duration{7 * 24 * time.Hour},
+		},
 		Delivery: Delivery{
 			MaxAttempts: 5,
 			Workers:     4,

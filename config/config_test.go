@@ -162,8 +162,8 @@ func TestLoadErrors(t *testing.T) {
 		},
 		{
 			name: "unknown table",
-			doc:  "[webhooks]\nurl = \"http://x\"\n" + oneLine,
-			want: []string{`:1: unknown key "webhooks"`},
+			doc:  "[dashboard]\nurl = \"http://x\"\n" + oneLine,
+			want: []string{`:1: unknown key "dashboard"`},
 		},
 		{
 			name: "syntax error",

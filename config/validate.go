@@ -134,6 +134,8 @@ func (c *Config) checkLimits(k *checker) {
 		k.failf("files.url_ttl", "must be from 1m to 168h (7 days), got %s", c.Files.URLTTL)
 	}
 
+	c.checkWebhooks(k)
+
 	d := c.Delivery
 	if d.MaxAttempts < 1 || d.MaxAttempts > 100 {
 		k.failf("delivery.max_attempts", "must be from 1 to 100, got %d", d.MaxAttempts)
@@ -145,6 +147,30 @@ func (c *Config) checkLimits(k *checker) {
 		k.failf("delivery.retry_base", "must be more than 0s, got %s", d.RetryBase)
 	} else if d.RetryMax.Duration < d.RetryBase.Duration {
 		k.failf("delivery.retry_max", "must be at least retry_base (%s), got %s", d.RetryBase, d.RetryMax)
+	}
+}
+
+func (c *Config) checkWebhooks(k *checker) {
+	w := c.Webhooks
+	if t := w.Timeout.Duration; t <= 0 || t > 5*time.Minute {
+		k.failf("webhooks.timeout", "must be more than 0s and at most 5m, got %s", w.Timeout)
+	}
+	if len(w.RetrySchedule) > 50 {
+		k.failf("webhooks.retry_schedule", "may have at most 50 waits, got %d", len(w.RetrySchedule))
+	}
+	for i, d := range w.RetrySchedule {
+		if d.Duration <= 0 {
+			k.failf(fmt.Sprintf("webhooks.retry_schedule[%d]", i), "must be more than 0s, got %s", d)
+		}
+	}
+	if w.DisableAfter.Duration <= 0 {
+		k.failf("webhooks.disable_after", "must be more than 0s, got %s", w.DisableAfter)
+	}
+	if w.Concurrency < 1 || w.Concurrency > 64 {
+		k.failf("webhooks.concurrency", "must be from 1 to 64, got %d", w.Concurrency)
+	}
+	if w.Retention.Duration < time.Hour {
+		k.failf("webhooks.retention", "must be at least 1h, got %s", w.Retention)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -89,6 +90,9 @@ func (s *Server) AdminHandler() http.Handler {
 	r.POST("/sim/reaction", wrap(s.adminSimReaction))
 	r.POST("/sim/typing", wrap(s.adminSimTyping))
 	r.GET("/sandbox", wrap(s.adminSandbox))
+	r.GET("/webhooks", wrap(s.adminWebhooks))
+	r.GET("/webhooks/attempts", wrap(s.adminAttempts))
+	r.POST("/webhooks/redeliver", wrap(s.adminRedeliver))
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		writeError(w, req, s.log, errNotFound("route_not_found", "", "No admin route %s %s.", req.Method, req.URL.Path))
 	})
@@ -405,6 +409,73 @@ func (s *Server) adminSimTyping(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusCreated, apiIndicator(ind))
+	return nil
+}
+
+// WebhookInfo is a webhook as `blueline webhooks list` shows it.
+type WebhookInfo struct {
+	ID           string   `json:"id"`
+	Line         string   `json:"line"`
+	URL          string   `json:"url"`
+	Events       []string `json:"events"`
+	IsActive     bool     `json:"is_active"`
+	FailingSince int64    `json:"failing_since"`
+	CreatedAt    int64    `json:"created_at"`
+}
+
+func (s *Server) adminWebhooks(w http.ResponseWriter, r *http.Request) error {
+	hooks, err := s.db.Webhooks(r.Context(), "")
+	if err != nil {
+		return err
+	}
+	out := make([]WebhookInfo, len(hooks))
+	for i, h := range hooks {
+		line, _ := s.db.LineByID(h.LineID)
+		out[i] = WebhookInfo{ID: h.ID, Line: line.Handle, URL: h.URL, Events: h.Events, IsActive: h.IsActive,
+			FailingSince: h.FailingSince, CreatedAt: h.CreatedAt}
+	}
+	writeJSON(w, http.StatusOK, newList(r.Context(), out, nil))
+	return nil
+}
+
+// adminAttempts lists recent delivery attempts, newest first, optionally of
+// one webhook or one delivery.
+func (s *Server) adminAttempts(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	f := storage.AttemptFilter{WebhookID: q.Get("webhook"), DeliveryID: q.Get("delivery"), Limit: 50}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10000 {
+			return errInvalid("limit", "--limit must be a number from 1 to 10000.")
+		}
+		f.Limit = n
+	}
+	attempts, err := s.db.Attempts(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, newList(r.Context(), attempts, nil))
+	return nil
+}
+
+func (s *Server) adminRedeliver(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		ID string `json:"id"`
+	}
+	if err := decodeAdmin(r, &req); err != nil {
+		return err
+	}
+	d, err := s.db.Redeliver(r.Context(), req.ID)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return errNotFound("delivery_not_found", "id", "No delivery %q (deliveries are kept for the [webhooks] retention).", req.ID)
+	case errors.Is(err, storage.ErrWebhookInactive):
+		return errInvalid("id", "Webhook %s of delivery %s is inactive; register it again to receive events.", d.WebhookID, req.ID)
+	case err != nil:
+		return err
+	}
+	s.log.Info("webhook delivery queued again", "delivery_id", d.ID, "webhook_id", d.WebhookID)
+	writeJSON(w, http.StatusOK, map[string]any{"id": d.ID, "status": d.Status, "request_id": requestID(r.Context())})
 	return nil
 }
 

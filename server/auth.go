@@ -31,17 +31,22 @@ const (
 
 // newKeySecret returns a fresh API key and the SHA-256 that is stored for it.
 func newKeySecret() (secret string, hash []byte) {
-	b := make([]byte, keyLen)
+	secret = keyPrefix + randomBase62(keyLen)
+	sum := sha256.Sum256([]byte(secret))
+	return secret, sum[:]
+}
+
+// randomBase62 returns n characters from crypto/rand.
+func randomBase62(n int) string {
+	b := make([]byte, n)
 	for i := range b {
-		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(base62))))
+		k, err := rand.Int(rand.Reader, big.NewInt(int64(len(base62))))
 		if err != nil {
 			panic(err) // crypto/rand does not fail on supported platforms
 		}
-		b[i] = base62[n.Int64()]
+		b[i] = base62[k.Int64()]
 	}
-	secret = keyPrefix + string(b)
-	sum := sha256.Sum256([]byte(secret))
-	return secret, sum[:]
+	return string(b)
 }
 
 var (

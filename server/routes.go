@@ -17,6 +17,9 @@ func (s *Server) routes(r *httprouter.Router) {
 	r.GET("/v1/receipts", s.api("receipts:read", s.listReceipts))
 	r.POST("/v1/receipts", s.api("receipts:write", s.sendReceipt))
 	r.GET("/v1/outbox", s.api("outbox:read", s.getOutboxItem))
+	r.GET("/v1/webhooks", s.api("webhooks:read", s.listWebhooks))
+	r.POST("/v1/webhooks", s.api("webhooks:write", s.createWebhook))
+	r.DELETE("/v1/webhooks", s.api("webhooks:write", s.deleteWebhook))
 	r.GET("/v1/files", s.api("files:read", s.getFile))
 	r.POST("/v1/files", s.api("files:write", s.uploadFile))
 	// Signed download URLs carry their own credential: no API key.

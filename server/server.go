@@ -14,6 +14,7 @@ import (
 
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/storage"
+	"github.com/blueline-app/blueline/webhook"
 )
 
 // InboundRecorder stores what a simulated contact sends.
@@ -29,6 +30,7 @@ type Options struct {
 	MaxBodyBytes    int64 // largest JSON request body
 	MaxAttempts     int   // delivery attempts per outbox item
 	SandboxQuota    int   // sandbox sends per UTC day
+	WebhookPolicy   webhook.Policy
 }
 
 // Server serves the API.

@@ -46,12 +46,18 @@ var (
 	bktFiles         = []byte("files")          // file ID → File
 	bktReactions     = []byte("reactions")      // message ID ‖ sender ‖ 0 ‖ type → Reaction
 	bktReceipts      = []byte("receipts")       // chat ID ‖ handle → Receipt
+	bktWebhooks      = []byte("webhooks")       // webhook ID → Webhook
+	bktWebhookLines  = []byte("webhook_lines")  // line ID ‖ webhook ID → nil
+	bktDeliveries    = []byte("deliveries")     // delivery ID → Delivery
+	bktDeliveriesDue = []byte("deliveries_due") // webhook ID ‖ next_attempt_at ‖ seq → delivery ID (pending deliveries)
+	bktAttempts      = []byte("attempts")       // at ‖ seq → Attempt
 )
 
 var allBuckets = [][]byte{
 	bktMeta, bktLines, bktKeys, bktKeyHashes, bktChats, bktChatGUIDs, bktChatIdents,
 	bktChatRecent, bktChatMessages, bktMessages, bktMessageGUIDs, bktOutbox,
 	bktOutboxDue, bktOutboxClaimed, bktIdempotency, bktSandbox, bktFiles, bktReactions, bktReceipts,
+	bktWebhooks, bktWebhookLines, bktDeliveries, bktDeliveriesDue, bktAttempts,
 }
 
 const schemaVersion = 1
@@ -64,8 +70,9 @@ type DB struct {
 	mu    sync.RWMutex
 	lines []Line // set once by SyncLines, read-only afterwards
 
-	outboxReady chan struct{}
-	typing      typingState
+	outboxReady   chan struct{}
+	webhooksReady chan struct{}
+	typing        typingState
 }
 
 // Open opens (creating if needed) the database file db.bolt in dir.
@@ -93,7 +100,7 @@ func Open(dir string) (*DB, error) {
 	// request fast while letting 64 concurrent ones share commits.
 	b.MaxBatchDelay = 2 * time.Millisecond
 	b.MaxBatchSize = 512
-	db := &DB{bolt: b, path: path, outboxReady: make(chan struct{}, 1)}
+	db := &DB{bolt: b, path: path, outboxReady: make(chan struct{}, 1), webhooksReady: make(chan struct{}, 1)}
 	if err := db.init(); err != nil {
 		b.Close()
 		return nil, err

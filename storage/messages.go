@@ -185,6 +185,13 @@ func (db *DB) RecordInbound(ctx context.Context, in Inbound) (InboundResult, err
 		if err := putMessage(tx, &saved, &c, &m); err != nil {
 			return err
 		}
+		event := EventMessageReceived
+		if m.IsFromMe {
+			event = EventMessageSent // sent from the owner's other devices
+		}
+		if err := db.queueEvent(tx, event, c.LineID, c.ID, &m, nil); err != nil {
+			return err
+		}
 		if line.IsSandbox && !m.IsFromMe && m.Text != nil {
 			res.SandboxActivated, err = activateSandbox(tx, *m.Text, m.Sender)
 			if err != nil {

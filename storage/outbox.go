@@ -288,9 +288,12 @@ func (db *DB) MarkSent(ctx context.Context, sent ...Sent) error {
 				if err := putMessage(tx, &cs.saved, c, &m); err != nil {
 					return err
 				}
+				if err := db.queueEvent(tx, EventMessageSent, c.LineID, c.ID, &m, nil); err != nil {
+					return err
+				}
 				item.MessageID = m.ID
 			case KindReaction:
-				_, _, err := applyReaction(tx, Reaction{MessageID: item.TargetMessageID, ChatID: item.ChatID, LineID: item.LineID,
+				_, _, err := db.applyReaction(tx, Reaction{MessageID: item.TargetMessageID, ChatID: item.ChatID, LineID: item.LineID,
 					Type: item.ReactionType, Sender: line.Handle, IsFromMe: true, Added: !item.Remove, SentAt: s.At, SyncedAt: now})
 				if err != nil {
 					return err

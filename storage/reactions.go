@@ -37,13 +37,15 @@ func (db *DB) ApplyReaction(ctx context.Context, r Reaction) (stored Reaction, c
 		if tx.Bucket(bktMessages).Get([]byte(r.MessageID)) == nil {
 			return fmt.Errorf("message %s: %w", r.MessageID, ErrNotFound)
 		}
-		stored, changed, err = applyReaction(tx, r)
+		stored, changed, err = db.applyReaction(tx, r)
 		return err
 	})
 	return stored, changed, err
 }
 
-func applyReaction(tx *bolt.Tx, r Reaction) (Reaction, bool, error) {
+// applyReaction stores r and, when it changed the record, queues its
+// reaction.added or reaction.removed event.
+func (db *DB) applyReaction(tx *bolt.Tx, r Reaction) (Reaction, bool, error) {
 	b := tx.Bucket(bktReactions)
 	key := reactionKey(r.MessageID, r.Sender, r.Type)
 	var old Reaction
@@ -58,7 +60,14 @@ func applyReaction(tx *bolt.Tx, r Reaction) (Reaction, bool, error) {
 	default:
 		return Reaction{}, false, err
 	}
-	return r, true, putJSON(b, key, r)
+	if err := putJSON(b, key, r); err != nil {
+		return Reaction{}, false, err
+	}
+	event := EventReactionAdded
+	if !r.Added {
+		event = EventReactionRemoved
+	}
+	return r, true, db.queueEvent(tx, event, r.LineID, r.ChatID, nil, &r)
 }
 
 // ReactionsByMessage lists the reaction records of a message, oldest change

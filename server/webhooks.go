@@ -1,0 +1,182 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/blueline-app/blueline/storage"
+	"github.com/blueline-app/blueline/webhook"
+)
+
+type apiWebhook struct {
+	ID        string   `json:"id"`
+	LineIDs   []string `json:"line_ids"`
+	URL       string   `json:"url"`
+	Events    []string `json:"events"`
+	Secret    string   `json:"secret"`
+	IsActive  bool     `json:"is_active"`
+	CreatedAt int64    `json:"created_at"`
+	RequestID string   `json:"request_id,omitempty"`
+}
+
+func toAPIWebhook(w storage.Webhook, requestID string) apiWebhook {
+	return apiWebhook{ID: w.ID, LineIDs: []string{w.LineID}, URL: w.URL, Events: w.Events, Secret: w.Secret,
+		IsActive: w.IsActive, CreatedAt: w.CreatedAt, RequestID: requestID}
+}
+
+// undelivered are events the reference lists but does not deliver.
+var undelivered = []string{"typing.started", "typing.stopped", "receipt.read"}
+
+// maxWebhooksPerLine bounds the fan-out of one event.
+const maxWebhooksPerLine = 50
+
+func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.readBody(r)
+	if err != nil {
+		return err
+	}
+	from, err := b.required("from")
+	if err != nil {
+		return err
+	}
+	rawURL, err := b.required("url")
+	if err != nil {
+		return err
+	}
+	events, err := b.strings("events")
+	if err != nil {
+		return err
+	}
+	if events == nil {
+		return errMissing("events")
+	}
+	if len(events) == 0 {
+		return errInvalid("events", "events must name at least one of %s.", strings.Join(storage.WebhookEvents, ", "))
+	}
+	var subscribed []string
+	for _, e := range events {
+		switch {
+		case slices.Contains(undelivered, e):
+			return errInvalid("events", "%s events are not delivered by webhooks; subscribe to %s.", e, strings.Join(storage.WebhookEvents, ", "))
+		case !slices.Contains(storage.WebhookEvents, e):
+			return errInvalid("events", "Unknown event %q; events are %s.", e, strings.Join(storage.WebhookEvents, ", "))
+		case !slices.Contains(subscribed, e):
+			subscribed = append(subscribed, e)
+		}
+	}
+	line, err := s.lineFor(r, from, "from")
+	if err != nil {
+		return err
+	}
+	u, err := s.opts.WebhookPolicy.CheckURL(r.Context(), strings.TrimSpace(rawURL))
+	if errors.Is(err, webhook.ErrRefused) {
+		return errInvalid("url", "The webhook URL is refused: %s.", strings.TrimPrefix(err.Error(), webhook.ErrRefused.Error()+": "))
+	}
+	if err != nil {
+		return err
+	}
+	existing, err := s.db.Webhooks(r.Context(), line.ID)
+	if err != nil {
+		return err
+	}
+	if len(existing) >= maxWebhooksPerLine {
+		return errInvalid("from", "Line %s has %d webhooks, the most a line may have.", line.Handle, maxWebhooksPerLine)
+	}
+	hook := storage.Webhook{ID: storage.NewID("wh_"), LineID: line.ID, URL: u.String(), Events: subscribed,
+		Secret: "whsec_" + randomBase62(40), IsActive: true, CreatedAt: time.Now().UnixMilli()}
+	if err := s.db.CreateWebhook(r.Context(), hook); err != nil {
+		return err
+	}
+	s.log.Info("webhook created", "webhook_id", hook.ID, "line", line.Handle, "url", hook.URL)
+	writeJSON(w, http.StatusCreated, toAPIWebhook(hook, requestID(r.Context())))
+	return nil
+}
+
+// listWebhooks lists a line's active webhooks, all of them: the SDK pages
+// this list by asking again without a cursor.
+func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
+	from, err := queryHandle(r, "from")
+	if err != nil {
+		return err
+	}
+	line, err := s.lineFor(r, from, "from")
+	if err != nil {
+		return err
+	}
+	hooks, err := s.db.Webhooks(r.Context(), line.ID)
+	if err != nil {
+		return err
+	}
+	out := []apiWebhook{}
+	for _, h := range hooks {
+		if h.IsActive {
+			out = append(out, toAPIWebhook(h, ""))
+		}
+	}
+	writeJSON(w, http.StatusOK, newList(r.Context(), out, nil))
+	return nil
+}
+
+func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.readBody(r)
+	if err != nil {
+		return err
+	}
+	id, err := b.required("id")
+	if err != nil {
+		return err
+	}
+	if !storage.ValidID(id, "wh_") {
+		return errInvalid("id", "id must be a webhook ID (wh_…).")
+	}
+	hook, err := s.db.WebhookByID(r.Context(), id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return errNotFound("webhook_not_found", "id", "No webhook %s.", id)
+	}
+	if err != nil {
+		return err
+	}
+	line, ok := s.db.LineByID(hook.LineID)
+	if !ok {
+		return errNotFound("webhook_not_found", "id", "No webhook %s.", id)
+	}
+	if err := checkLineAccess(apiKey(r.Context()), line); err != nil {
+		return err
+	}
+	if err := s.db.DeleteWebhook(r.Context(), id); errors.Is(err, storage.ErrNotFound) {
+		return errNotFound("webhook_not_found", "id", "No webhook %s.", id)
+	} else if err != nil {
+		return err
+	}
+	s.log.Info("webhook deleted", "webhook_id", id)
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "deleted": true, "request_id": requestID(r.Context())})
+	return nil
+}
+
+// Webhook event data: the resource in the API's shape, plus the line's
+// handle.
+type (
+	messageEventData struct {
+		apiMessage
+		LineHandle string `json:"line_handle"`
+	}
+	reactionEventData struct {
+		apiReaction
+		LineHandle string `json:"line_handle"`
+	}
+)
+
+// EventData implements webhook.Renderer.
+func (s *Server) EventData(d storage.Delivery, lineHandle string) (any, error) {
+	switch {
+	case d.Message != nil:
+		return messageEventData{s.toAPIMessage(*d.Message), lineHandle}, nil
+	case d.Reaction != nil:
+		return reactionEventData{toAPIReaction(*d.Reaction), lineHandle}, nil
+	}
+	return nil, fmt.Errorf("delivery %s carries no event", d.ID)
+}

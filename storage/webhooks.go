@@ -1,0 +1,465 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Webhook events.
+const (
+	EventMessageReceived = "message.received"
+	EventMessageSent     = "message.sent"
+	EventReactionAdded   = "reaction.added"
+	EventReactionRemoved = "reaction.removed"
+)
+
+// WebhookEvents are the events a webhook can subscribe to.
+var WebhookEvents = []string{EventMessageReceived, EventMessageSent, EventReactionAdded, EventReactionRemoved}
+
+// Webhook is a receiver of one line's events.
+type Webhook struct {
+	ID     string   `json:"id"`
+	LineID string   `json:"line_id"`
+	URL    string   `json:"url"`
+	Events []string `json:"events"`
+	// Secret signs deliveries. It is kept in clear: signing needs it.
+	Secret    string `json:"secret"`
+	IsActive  bool   `json:"is_active"`
+	CreatedAt int64  `json:"created_at"`
+	// FailingSince is when the current unbroken run of failed attempts
+	// began; 0 when the last attempt succeeded.
+	FailingSince int64 `json:"failing_since,omitempty"`
+	// DisabledAt is when the webhook was made inactive for failing too long.
+	DisabledAt int64 `json:"disabled_at,omitempty"`
+}
+
+// Delivery states.
+const (
+	DeliveryPending   = "pending"
+	DeliverySucceeded = "succeeded"
+	DeliveryFailed    = "failed"
+)
+
+// Delivery is one event on its way to one webhook. It carries a snapshot of
+// what the event is about, taken in the transaction that caused it.
+type Delivery struct {
+	ID            string    `json:"id"`
+	WebhookID     string    `json:"webhook_id"`
+	LineID        string    `json:"line_id"`
+	ChatID        string    `json:"chat_id"`
+	Event         string    `json:"event"`
+	Message       *Message  `json:"message,omitempty"`
+	Reaction      *Reaction `json:"reaction,omitempty"`
+	Status        string    `json:"status"`
+	Attempts      int       `json:"attempts"`
+	CreatedAt     int64     `json:"created_at"`
+	NextAttemptAt int64     `json:"next_attempt_at"`
+	CompletedAt   int64     `json:"completed_at,omitempty"`
+	LastStatus    int       `json:"last_status,omitempty"`
+	LastError     string    `json:"last_error,omitempty"`
+}
+
+// Attempt is one try at a delivery, kept for the operator.
+type Attempt struct {
+	DeliveryID string `json:"delivery_id"`
+	WebhookID  string `json:"webhook_id"`
+	Event      string `json:"event"`
+	N          int    `json:"n"` // 1 for the first attempt
+	At         int64  `json:"at"`
+	StatusCode int    `json:"status_code,omitempty"` // 0 when no answer came
+	LatencyMs  int64  `json:"latency_ms"`
+	Error      string `json:"error,omitempty"` // "" on success
+}
+
+// Errors of webhook operations.
+var ErrWebhookInactive = errors.New("webhook is inactive")
+
+// CreateWebhook stores a new, active webhook.
+func (db *DB) CreateWebhook(ctx context.Context, w Webhook) error {
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		if err := putJSON(tx.Bucket(bktWebhooks), []byte(w.ID), w); err != nil {
+			return err
+		}
+		tx.OnCommit(db.signalWebhooks) // the dispatcher starts its worker
+		return tx.Bucket(bktWebhookLines).Put(join([]byte(w.LineID), []byte(w.ID)), nil)
+	})
+}
+
+// WebhookByID returns a webhook, active or not.
+func (db *DB) WebhookByID(ctx context.Context, id string) (Webhook, error) {
+	var w Webhook
+	err := db.bolt.View(func(tx *bolt.Tx) error { return getJSON(tx.Bucket(bktWebhooks), []byte(id), &w) })
+	return w, err
+}
+
+// Webhooks lists every webhook, or a line's when lineID is set, oldest first.
+func (db *DB) Webhooks(ctx context.Context, lineID string) ([]Webhook, error) {
+	out := []Webhook{}
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		hooks := tx.Bucket(bktWebhooks)
+		if lineID == "" {
+			return hooks.ForEach(func(k, v []byte) error {
+				var w Webhook
+				if err := json.Unmarshal(v, &w); err != nil {
+					return fmt.Errorf("decode webhook %s: %w", k, err)
+				}
+				out = append(out, w)
+				return nil
+			})
+		}
+		return lineWebhooks(tx, lineID, func(w Webhook) { out = append(out, w) })
+	})
+	return out, err
+}
+
+func lineWebhooks(tx *bolt.Tx, lineID string, visit func(Webhook)) error {
+	hooks := tx.Bucket(bktWebhooks)
+	prefix := []byte(lineID)
+	c := tx.Bucket(bktWebhookLines).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		var w Webhook
+		if err := getJSON(hooks, k[len(prefix):], &w); err != nil {
+			return fmt.Errorf("webhook %s: %w", k[len(prefix):], err)
+		}
+		visit(w)
+	}
+	return nil
+}
+
+// DeleteWebhook removes a webhook. Its pending deliveries fail; the record
+// of past attempts stays until it ages out.
+func (db *DB) DeleteWebhook(ctx context.Context, id string) error {
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		var w Webhook
+		if err := getJSON(tx.Bucket(bktWebhooks), []byte(id), &w); err != nil {
+			return err
+		}
+		if err := failPending(tx, id, "the webhook was deleted", nowMillis()); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bktWebhookLines).Delete(join([]byte(w.LineID), []byte(id))); err != nil {
+			return err
+		}
+		return tx.Bucket(bktWebhooks).Delete([]byte(id))
+	})
+}
+
+// failPending fails every pending delivery of a webhook.
+func failPending(tx *bolt.Tx, webhookID, reason string, now int64) error {
+	due := tx.Bucket(bktDeliveriesDue)
+	var keys [][]byte
+	prefix := []byte(webhookID)
+	c := due.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		keys = append(keys, bytes.Clone(k))
+		var d Delivery
+		if err := getJSON(tx.Bucket(bktDeliveries), v, &d); err != nil {
+			return fmt.Errorf("delivery %s: %w", v, err)
+		}
+		d.Status, d.CompletedAt, d.LastError = DeliveryFailed, now, reason
+		if err := putJSON(tx.Bucket(bktDeliveries), []byte(d.ID), d); err != nil {
+			return err
+		}
+	}
+	return deleteKeys(due, keys)
+}
+
+// queueEvent creates a delivery of an event for each active webhook of the
+// line that subscribes to it, in the transaction that stores what the event
+// is about: the event is queued if and only if that commits.
+func (db *DB) queueEvent(tx *bolt.Tx, event, lineID, chatID string, m *Message, r *Reaction) error {
+	now := nowMillis()
+	var hooks []Webhook
+	err := lineWebhooks(tx, lineID, func(w Webhook) {
+		if w.IsActive && slices.Contains(w.Events, event) {
+			hooks = append(hooks, w)
+		}
+	})
+	if err != nil || len(hooks) == 0 {
+		return err
+	}
+	for _, w := range hooks {
+		d := Delivery{ID: NewID("dlv_"), WebhookID: w.ID, LineID: lineID, ChatID: chatID, Event: event, Message: m, Reaction: r,
+			Status: DeliveryPending, CreatedAt: now, NextAttemptAt: now}
+		if err := putJSON(appendOnly(tx, bktDeliveries), []byte(d.ID), d); err != nil {
+			return err
+		}
+		if err := scheduleDelivery(tx, d); err != nil {
+			return err
+		}
+	}
+	tx.OnCommit(db.signalWebhooks)
+	return nil
+}
+
+func scheduleDelivery(tx *bolt.Tx, d Delivery) error {
+	due := tx.Bucket(bktDeliveriesDue)
+	seq, err := due.NextSequence()
+	if err != nil {
+		return err
+	}
+	return due.Put(dueKey(d.WebhookID, d.NextAttemptAt, seq), []byte(d.ID))
+}
+
+// dueKey orders a webhook's deliveries by when they are due, then by when
+// they were scheduled.
+func dueKey(webhookID string, at int64, seq uint64) []byte {
+	return join([]byte(webhookID), i64(at), u64(seq))
+}
+
+// WebhooksReady is signalled after a commit that queued deliveries.
+func (db *DB) WebhooksReady() <-chan struct{} { return db.webhooksReady }
+
+func (db *DB) signalWebhooks() {
+	select {
+	case db.webhooksReady <- struct{}{}:
+	default:
+	}
+}
+
+// DueDelivery is a delivery that is due, with the key that schedules it.
+type DueDelivery struct {
+	Delivery
+	Key []byte
+}
+
+// DueDeliveries returns up to max of a webhook's deliveries due at now, in
+// order, leaving out those skip reports (the ones already under way).
+// nextDue is when the first one not yet due falls due, 0 when none is.
+func (db *DB) DueDeliveries(ctx context.Context, webhookID string, now int64, max int, skip func(id string) bool) (due []DueDelivery, nextDue int64, err error) {
+	prefix := []byte(webhookID)
+	err = db.bolt.View(func(tx *bolt.Tx) error {
+		deliveries := tx.Bucket(bktDeliveries)
+		c := tx.Bucket(bktDeliveriesDue).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			at := int64(binary.BigEndian.Uint64(k[len(prefix):]))
+			if at > now {
+				nextDue = at
+				return nil
+			}
+			if len(due) == max {
+				nextDue = at
+				return nil
+			}
+			if skip(string(v)) {
+				continue
+			}
+			var d DueDelivery
+			if err := getJSON(deliveries, v, &d.Delivery); err != nil {
+				return fmt.Errorf("delivery %s: %w", v, err)
+			}
+			d.Key = bytes.Clone(k)
+			due = append(due, d)
+		}
+		return nil
+	})
+	return due, nextDue, err
+}
+
+// AttemptResult is the outcome of one attempt at a delivery.
+type AttemptResult struct {
+	Delivery DueDelivery
+	Attempt  Attempt
+	// RetryAt is when to try again after a failure; 0 means the delivery
+	// has failed for good.
+	RetryAt int64
+	// Postpone, when set, reschedules the delivery to RetryAt without
+	// counting an attempt: it waits behind an earlier event of its chat.
+	Postpone bool
+}
+
+// RecordAttempts records the outcomes of attempts in one transaction. A
+// failure that leaves the webhook failing for disableAfter ms or more makes it
+// inactive and fails its pending deliveries; a success clears the failing run.
+// A result whose delivery is no longer scheduled by its key (the webhook was
+// deleted meanwhile) is dropped.
+func (db *DB) RecordAttempts(ctx context.Context, disableAfter int64, results ...AttemptResult) (disabled []string, err error) {
+	err = db.bolt.Batch(func(tx *bolt.Tx) error {
+		disabled = nil
+		now := nowMillis()
+		hooks := map[string]*Webhook{}
+		due, deliveries := tx.Bucket(bktDeliveriesDue), appendOnly(tx, bktDeliveries)
+		for _, res := range results {
+			d := res.Delivery.Delivery
+			if due.Get(res.Delivery.Key) == nil {
+				continue
+			}
+			if err := due.Delete(res.Delivery.Key); err != nil {
+				return err
+			}
+			w := hooks[d.WebhookID]
+			if w == nil {
+				w = &Webhook{}
+				if err := getJSON(tx.Bucket(bktWebhooks), []byte(d.WebhookID), w); err != nil {
+					return fmt.Errorf("webhook %s: %w", d.WebhookID, err)
+				}
+				hooks[d.WebhookID] = w
+			}
+			if res.Postpone {
+				d.NextAttemptAt = res.RetryAt
+				if err := putJSON(deliveries, []byte(d.ID), d); err != nil {
+					return err
+				}
+				if err := scheduleDelivery(tx, d); err != nil {
+					return err
+				}
+				continue
+			}
+			a := res.Attempt
+			d.Attempts++
+			a.N, a.DeliveryID, a.WebhookID, a.Event = d.Attempts, d.ID, d.WebhookID, d.Event
+			d.LastStatus, d.LastError = a.StatusCode, a.Error
+			switch {
+			case a.Error == "":
+				d.Status, d.CompletedAt = DeliverySucceeded, now
+				w.FailingSince = 0
+			case res.RetryAt > 0 && w.IsActive:
+				d.NextAttemptAt = res.RetryAt
+			default:
+				d.Status, d.CompletedAt = DeliveryFailed, now
+			}
+			if a.Error != "" && w.FailingSince == 0 {
+				w.FailingSince = a.At
+			}
+			if err := putAttempt(tx, a); err != nil {
+				return err
+			}
+			if err := putJSON(deliveries, []byte(d.ID), d); err != nil {
+				return err
+			}
+			if d.Status == DeliveryPending {
+				if err := scheduleDelivery(tx, d); err != nil {
+					return err
+				}
+			}
+		}
+		for id, w := range hooks {
+			if w.IsActive && w.FailingSince > 0 && now-w.FailingSince >= disableAfter {
+				w.IsActive, w.DisabledAt = false, now
+				disabled = append(disabled, id)
+				if err := failPending(tx, id, "the webhook was disabled after failing since "+fmt.Sprint(w.FailingSince), now); err != nil {
+					return err
+				}
+			}
+			if err := putJSON(tx.Bucket(bktWebhooks), []byte(id), w); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return disabled, err
+}
+
+func putAttempt(tx *bolt.Tx, a Attempt) error {
+	b := appendOnly(tx, bktAttempts)
+	seq, err := b.NextSequence()
+	if err != nil {
+		return err
+	}
+	return putJSON(b, join(i64(a.At), u64(seq)), a)
+}
+
+// AttemptFilter selects attempts to list.
+type AttemptFilter struct {
+	WebhookID  string
+	DeliveryID string
+	Limit      int
+}
+
+// Attempts lists recorded attempts, newest first.
+func (db *DB) Attempts(ctx context.Context, f AttemptFilter) ([]Attempt, error) {
+	out := []Attempt{}
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bktAttempts).Cursor()
+		for k, v := c.Last(); k != nil && len(out) < f.Limit; k, v = c.Prev() {
+			var a Attempt
+			if err := json.Unmarshal(v, &a); err != nil {
+				return fmt.Errorf("decode attempt %x: %w", k, err)
+			}
+			if f.WebhookID != "" && a.WebhookID != f.WebhookID || f.DeliveryID != "" && a.DeliveryID != f.DeliveryID {
+				continue
+			}
+			out = append(out, a)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// DeliveryByID returns a delivery.
+func (db *DB) DeliveryByID(ctx context.Context, id string) (Delivery, error) {
+	var d Delivery
+	err := db.bolt.View(func(tx *bolt.Tx) error { return getJSON(tx.Bucket(bktDeliveries), []byte(id), &d) })
+	return d, err
+}
+
+// Redeliver makes a delivery due again now, whatever its state: the
+// operator's "send it again". Its attempts keep counting. The webhook must be
+// active (ErrWebhookInactive).
+func (db *DB) Redeliver(ctx context.Context, id string) (Delivery, error) {
+	var d Delivery
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		if err := getJSON(tx.Bucket(bktDeliveries), []byte(id), &d); err != nil {
+			return err
+		}
+		var w Webhook
+		if err := getJSON(tx.Bucket(bktWebhooks), []byte(d.WebhookID), &w); err != nil {
+			return fmt.Errorf("webhook %s: %w", d.WebhookID, err)
+		}
+		if !w.IsActive {
+			return ErrWebhookInactive
+		}
+		if d.Status == DeliveryPending {
+			return nil // already scheduled
+		}
+		d.Status, d.CompletedAt, d.NextAttemptAt = DeliveryPending, 0, nowMillis()
+		if err := putJSON(tx.Bucket(bktDeliveries), []byte(d.ID), d); err != nil {
+			return err
+		}
+		tx.OnCommit(db.signalWebhooks)
+		return scheduleDelivery(tx, d)
+	})
+	return d, err
+}
+
+// PurgeDeliveries forgets finished deliveries and attempts older than
+// before (Unix ms).
+func (db *DB) PurgeDeliveries(ctx context.Context, before int64) (int, error) {
+	n := 0
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		attempts := tx.Bucket(bktAttempts)
+		var old [][]byte
+		c := attempts.Cursor()
+		for k, _ := c.First(); k != nil && int64(binary.BigEndian.Uint64(k)) < before; k, _ = c.Next() {
+			old = append(old, bytes.Clone(k))
+		}
+		if err := deleteKeys(attempts, old); err != nil {
+			return err
+		}
+		deliveries := tx.Bucket(bktDeliveries)
+		old = nil
+		err := deliveries.ForEach(func(k, v []byte) error {
+			var d Delivery
+			if err := json.Unmarshal(v, &d); err != nil {
+				return fmt.Errorf("decode delivery %s: %w", k, err)
+			}
+			if d.Status != DeliveryPending && d.CompletedAt < before {
+				old = append(old, bytes.Clone(k))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		n = len(old)
+		return deleteKeys(deliveries, old)
+	})
+	return n, err
+}
