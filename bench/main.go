@@ -5,6 +5,10 @@
 //
 //	go run ./bench
 //	go run ./bench -big 100000 -duration 5s
+//	go run ./bench -files 1GiB
+//
+// With -files it instead uploads and downloads one file of that size and
+// compares the daemon with cp on the same disk (see files.go).
 //
 // It seeds a temporary data folder through the same storage and delivery
 // code the daemon uses, builds the daemon binary, starts it on a free
@@ -37,6 +41,7 @@ type options struct {
 	drain    time.Duration
 	workers  int
 	keep     bool
+	files    int64 // -files: bytes of the file to upload and download; 0 runs the message benchmarks
 }
 
 func main() {
@@ -51,6 +56,10 @@ func main() {
 	flag.DurationVar(&o.drain, "drain", 2*time.Minute, "how long to wait for the delivery worker to send the POSTed backlog")
 	flag.IntVar(&o.workers, "workers", 0, "the daemon's [delivery] workers; 0 keeps the daemon's default")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary folder (data, config, daemon log, binary)")
+	flag.Func("files", "instead of the message benchmarks, upload and download one file of this `size` (1GiB, 512MiB, 100MB, bytes)", func(s string) (err error) {
+		o.files, err = parseSize(s)
+		return err
+	})
 	flag.Parse()
 	if flag.NArg() > 0 || o.clients < 1 || o.small < 1 || o.big < 1 || o.gets < 2 || o.seeders < 1 || o.workers < 0 || o.duration <= 0 || o.warmup < 0 {
 		fmt.Fprintln(os.Stderr, "bench: bad arguments; want positive -clients, -small, -big, -seeders, -duration and -gets >= 2")
@@ -62,7 +71,12 @@ func main() {
 	// Ctrl-C still runs the deferred cleanup: the daemon is stopped and the
 	// temporary folder removed.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, o)
+	var err error
+	if o.files > 0 {
+		err = runFiles(ctx, o)
+	} else {
+		err = run(ctx, o)
+	}
 	stop()
 	if err != nil {
 		slog.Error("bench failed", "err", err)

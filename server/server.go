@@ -6,6 +6,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -121,6 +122,10 @@ func (w *statusWriter) WriteHeader(code int) {
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// ReadFrom lets a download reach the connection's ReadFrom (sendfile)
+// instead of being copied through a small buffer.
+func (w *statusWriter) ReadFrom(r io.Reader) (int64, error) { return io.Copy(w.ResponseWriter, r) }
 
 // cors lets browser apps call the API. Keys travel in a header, never in
 // cookies, so any origin may call.
