@@ -255,10 +255,12 @@ func TestBadConfigRefused(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, path) || !strings.Contains(errOut, "lines[0].service") {
 		t.Fatalf("bad config: exit %d %q", code, errOut)
 	}
-	writeFile(t, path, "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\ndir = \""+dir+"\"\n[[lines]]\nhandle = \"+15550000001\"\nbridge = \"messages\"\n")
+	// A Messages line on a machine without Messages says which file is missing.
+	missing := filepath.Join(dir, "no-messages", "chat.db")
+	writeFile(t, path, "[server]\nlisten = \"127.0.0.1:0\"\n[storage]\ndir = \""+dir+"\"\n[[lines]]\nhandle = \"+15550000001\"\nbridge = \"messages\"\nchat_db = \""+missing+"\"\n")
 	_, errOut, code = runCLI("serve", "--config", path)
-	if code != 1 || !strings.Contains(errOut, "lines[0].bridge") || !strings.Contains(errOut, "not available") {
-		t.Fatalf("messages bridge: exit %d %q", code, errOut)
+	if code != 1 || !strings.Contains(errOut, "+15550000001") || !strings.Contains(errOut, missing+" does not exist") {
+		t.Fatalf("messages bridge without chat.db: exit %d %q", code, errOut)
 	}
 	if _, errOut, code := runCLI("frobnicate"); code != 2 || !strings.Contains(errOut, "Usage") {
 		t.Fatalf("unknown command: exit %d %q", code, errOut)

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/blueline-app/blueline/bridge"
+	"github.com/blueline-app/blueline/bridge/messages"
 	"github.com/blueline-app/blueline/bridge/sim"
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/delivery"
@@ -196,6 +197,7 @@ type daemon struct {
 	log      *slog.Logger
 	db       *storage.DB
 	sim      *sim.Network
+	bridges  map[string]bridge.Bridge // by line ID
 	files    *files.Store
 	receiver *delivery.Receiver
 	api      *http.Server
@@ -206,10 +208,7 @@ type daemon struct {
 }
 
 func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *daemon, err error) {
-	lines, err := configuredLines(cfg)
-	if err != nil {
-		return nil, err
-	}
+	lines := configuredLines(cfg)
 	db, err := storage.Open(cfg.DataDir())
 	if err != nil {
 		return nil, err
@@ -223,10 +222,15 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *
 		return nil, err
 	}
 	network := sim.New(cfg.Sim.Latency.Duration)
-	bridges := map[string]bridge.Bridge{}
-	for _, l := range lines {
-		bridges[l.ID] = network // every line is on the simulated network for now
+	bridges, err := openBridges(ctx, cfg, db, lines, network, log)
+	if err != nil {
+		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			closeBridges(bridges)
+		}
+	}()
 
 	apiLn, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
@@ -255,6 +259,7 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *
 		MaxAttempts:     cfg.Delivery.MaxAttempts,
 		SandboxQuota:    cfg.Sandbox.DailyQuota,
 		WebhookPolicy:   policy,
+		Advanced:        advanced(bridges),
 	}, log)
 	adminLn, err := server.ListenAdmin(cfg.DataDir())
 	if err != nil {
@@ -262,7 +267,7 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *
 		return nil, err
 	}
 	d := &daemon{
-		cfg: cfg, log: log, db: db, sim: network, files: store, receiver: receiver, apiAddr: apiLn.Addr(),
+		cfg: cfg, log: log, db: db, sim: network, bridges: bridges, files: store, receiver: receiver, apiAddr: apiLn.Addr(),
 		api:      &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
 		admin:    &http.Server{Handler: srv.AdminHandler(), ReadHeaderTimeout: 10 * time.Second},
 		finished: make(chan struct{}),
@@ -328,6 +333,64 @@ func webhookRoots(cfg *config.Config) (*x509.CertPool, error) {
 	return pool, nil
 }
 
+// openBridges gives each line its bridge: the simulated network, or the
+// Messages app of this Mac.
+func openBridges(ctx context.Context, cfg *config.Config, db *storage.DB, lines []storage.Line, network *sim.Network, log *slog.Logger) (map[string]bridge.Bridge, error) {
+	bridges := map[string]bridge.Bridge{}
+	for _, l := range lines {
+		if l.Bridge != "messages" {
+			bridges[l.ID] = network
+			continue
+		}
+		i := slices.IndexFunc(cfg.Lines, func(c config.Line) bool { return c.Handle == l.Handle })
+		lc := cfg.Lines[i]
+		mb, err := messages.Open(ctx, messages.Config{
+			Line: l.Handle, Service: l.Service, ChatDB: lc.ChatDB, Osascript: lc.Osascript,
+			AttachmentsDir: lc.AttachmentsDir, HelperPort: lc.HelperPort, Cursor: lineCursor{db, l.ID}, Log: log,
+		})
+		if err != nil {
+			closeBridges(bridges)
+			return nil, err
+		}
+		bridges[l.ID] = mb
+	}
+	return bridges, nil
+}
+
+// closeBridges releases what bridges hold open (the Messages database, the
+// helper's listener).
+func closeBridges(bridges map[string]bridge.Bridge) {
+	for _, b := range distinct(bridges) {
+		if c, ok := b.(io.Closer); ok {
+			c.Close()
+		}
+	}
+}
+
+// advanced reports whether a line's advanced features work now: a Messages
+// line's only while its private-API helper is connected.
+func advanced(bridges map[string]bridge.Bridge) func(storage.Line) bool {
+	return func(l storage.Line) bool {
+		if a, ok := bridges[l.ID].(interface{ Advanced() bool }); ok {
+			return a.Advanced()
+		}
+		return l.AdvancedFeatures
+	}
+}
+
+// lineCursor keeps a Messages line's chat.db position in the database.
+type lineCursor struct {
+	db     *storage.DB
+	lineID string
+}
+
+func (c lineCursor) Load(ctx context.Context) (int64, bool, error) {
+	return c.db.BridgeCursor(ctx, c.lineID)
+}
+func (c lineCursor) Save(ctx context.Context, pos int64) error {
+	return c.db.SetBridgeCursor(ctx, c.lineID, pos)
+}
+
 // distinct lists each bridge once, however many lines it serves.
 func distinct(bridges map[string]bridge.Bridge) []bridge.Bridge {
 	var out []bridge.Bridge
@@ -346,21 +409,17 @@ func serveUntilClosed(s *http.Server, l net.Listener, log *slog.Logger) {
 }
 
 // configuredLines turns the configuration's lines into the lines to serve.
-func configuredLines(cfg *config.Config) ([]storage.Line, error) {
+func configuredLines(cfg *config.Config) []storage.Line {
 	var lines []storage.Line
 	if cfg.Sandbox.Handle != "" {
 		lines = append(lines, storage.Line{Handle: cfg.Sandbox.Handle, Label: cfg.Sandbox.Label, Service: "imessage",
 			Bridge: "sim", AdvancedFeatures: cfg.Sandbox.Advanced(), IsSandbox: true})
 	}
-	for i, l := range cfg.Lines {
-		if l.Bridge != "sim" {
-			// Not built yet: say so rather than accept sends that go nowhere.
-			return nil, fmt.Errorf("config %s: lines[%d].bridge: the %q bridge is not available in this build yet; use \"sim\"", cfgName(cfg), i, l.Bridge)
-		}
+	for _, l := range cfg.Lines {
 		lines = append(lines, storage.Line{Handle: l.Handle, Label: l.Label, Service: l.Service, Bridge: l.Bridge,
 			AdvancedFeatures: l.AdvancedFeatures})
 	}
-	return lines, nil
+	return lines
 }
 
 func cfgName(cfg *config.Config) string {
@@ -381,6 +440,7 @@ func (d *daemon) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		d.log.Warn("delivery worker did not stop in time")
 	}
+	closeBridges(d.bridges)
 	return errors.Join(err, d.db.Close())
 }
 

@@ -97,7 +97,8 @@ type Inbound struct {
 	SentAt      time.Time
 	ReplyToGUID string
 	// Attachments are files on the daemon's disk; the receiver copies them
-	// into the file store.
+	// into the file store. One with no Path (the file is missing) keeps its
+	// name, type and size only.
 	Attachments    []File
 	IsAudioMessage bool
 }
@@ -148,6 +149,10 @@ type Bridge interface {
 // Sink takes what arrives from the network.
 type Sink interface {
 	Receive(ctx context.Context, in Inbound) error
+	// ReceiveHistory takes messages that were on the network before the
+	// line was connected: stored without events, and without copying their
+	// files (their attachments keep name, type and size, no URL).
+	ReceiveHistory(ctx context.Context, line string, msgs []Inbound) error
 	ReceiveReaction(ctx context.Context, in InboundReaction) error
 	ReceiveTyping(ctx context.Context, in InboundTyping) error
 	ReceiveRead(ctx context.Context, in InboundRead) error

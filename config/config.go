@@ -56,7 +56,21 @@ type Line struct {
 	Bridge           string `toml:"bridge"`  // "sim" or "messages"
 	Service          string `toml:"service"` // "imessage" or "sms"
 	AdvancedFeatures bool   `toml:"advanced_features"`
+
+	// The Messages bridge only (bridge = "messages"); "~" means the home
+	// folder of the user the daemon runs as.
+	ChatDB         string `toml:"chat_db"`         // the Messages database
+	Osascript      string `toml:"osascript"`       // the program that runs AppleScript
+	AttachmentsDir string `toml:"attachments_dir"` // where files are staged for Messages to send
+	HelperPort     int    `toml:"helper_port"`     // loopback port the private-API helper connects to; 0: 45670 + uid - 501
 }
+
+// Defaults of the Messages bridge's settings.
+const (
+	DefaultChatDB         = "~/Library/Messages/chat.db"
+	DefaultOsascript      = "/usr/bin/osascript"
+	DefaultAttachmentsDir = "~/Library/Messages/Attachments/blueline"
+)
 
 // Sandbox is the shared line every API key can reach for trying things out.
 type Sandbox struct {

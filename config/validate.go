@@ -88,6 +88,7 @@ func (c *Config) checkLines(k *checker) {
 		return h
 	}
 
+	chatDBs := map[string]string{} // a Messages database serves one line
 	for i := range c.Lines {
 		l := &c.Lines[i]
 		key := fmt.Sprintf("lines[%d]", i)
@@ -104,6 +105,7 @@ func (c *Config) checkLines(k *checker) {
 		}
 		oneOf(k, key+".bridge", l.Bridge, "sim", "messages")
 		oneOf(k, key+".service", l.Service, "imessage", "sms")
+		checkMessagesLine(k, key, l, chatDBs)
 	}
 
 	s := &c.Sandbox
@@ -117,6 +119,36 @@ func (c *Config) checkLines(k *checker) {
 	if len(c.Lines) == 0 && s.Handle == "" {
 		k.failf("lines", "no lines configured: add a [[lines]] table or set sandbox.handle")
 	}
+}
+
+// checkMessagesLine fills in the Messages bridge's defaults, and refuses its
+// settings on other bridges, where they would silently do nothing.
+func checkMessagesLine(k *checker, key string, l *Line, chatDBs map[string]string) {
+	if l.Bridge != "messages" {
+		for name, set := range map[string]bool{"chat_db": l.ChatDB != "", "osascript": l.Osascript != "",
+			"attachments_dir": l.AttachmentsDir != "", "helper_port": l.HelperPort != 0} {
+			if set {
+				k.failf(key+"."+name, "is a setting of bridge = \"messages\" only")
+			}
+		}
+		return
+	}
+	if l.ChatDB == "" {
+		l.ChatDB = DefaultChatDB
+	}
+	if l.Osascript == "" {
+		l.Osascript = DefaultOsascript
+	}
+	if l.AttachmentsDir == "" {
+		l.AttachmentsDir = DefaultAttachmentsDir
+	}
+	if l.HelperPort != 0 && (l.HelperPort < 1024 || l.HelperPort > 65535) {
+		k.failf(key+".helper_port", "must be 0 (the default, 45670 + uid - 501) or from 1024 to 65535, got %d", l.HelperPort)
+	}
+	if other, ok := chatDBs[l.ChatDB]; ok {
+		k.failf(key+".chat_db", "%q is already read by %s: one Messages database serves one line", l.ChatDB, other)
+	}
+	chatDBs[l.ChatDB] = key
 }
 
 func (c *Config) checkLimits(k *checker) {

@@ -41,7 +41,15 @@ func (r *Receiver) Record(ctx context.Context, in bridge.Inbound) (storage.Inbou
 	if !ok {
 		return storage.InboundResult{}, fmt.Errorf("inbound message for unknown line %s", in.Line)
 	}
-	now := time.Now()
+	attachments, err := r.attachments(ctx, in)
+	if err != nil {
+		return storage.InboundResult{}, err
+	}
+	return r.db.RecordInbound(ctx, r.inbound(line, in, attachments, time.Now()))
+}
+
+// inbound maps what the network reports to what storage records.
+func (r *Receiver) inbound(line storage.Line, in bridge.Inbound, attachments []storage.Attachment, now time.Time) storage.Inbound {
 	if in.SentAt.IsZero() {
 		in.SentAt = now
 	}
@@ -49,11 +57,7 @@ func (r *Receiver) Record(ctx context.Context, in bridge.Inbound) (storage.Inbou
 	if service == "" {
 		service = line.Service
 	}
-	attachments, err := r.attachments(ctx, in)
-	if err != nil {
-		return storage.InboundResult{}, err
-	}
-	return r.db.RecordInbound(ctx, storage.Inbound{
+	return storage.Inbound{
 		Chat: storage.Chat{
 			ID:           storage.NewID("cht_"),
 			LineID:       line.ID,
@@ -77,7 +81,29 @@ func (r *Receiver) Record(ctx context.Context, in bridge.Inbound) (storage.Inbou
 			SyncedAt:       now.UnixMilli(),
 			ReplyToGUID:    in.ReplyToGUID,
 		},
-	})
+	}
+}
+
+// ReceiveHistory implements bridge.Sink.
+func (r *Receiver) ReceiveHistory(ctx context.Context, lineHandle string, msgs []bridge.Inbound) error {
+	line, ok := r.db.LineByHandle(lineHandle)
+	if !ok {
+		return fmt.Errorf("history for unknown line %s", lineHandle)
+	}
+	now := time.Now()
+	out := make([]storage.Inbound, len(msgs))
+	for i, in := range msgs {
+		atts := make([]storage.Attachment, len(in.Attachments))
+		for j, a := range in.Attachments {
+			atts[j] = metadataOnly(a)
+		}
+		out[i] = r.inbound(line, in, atts, now)
+	}
+	return r.db.ImportHistory(ctx, line.ID, out)
+}
+
+func metadataOnly(a bridge.File) storage.Attachment {
+	return storage.Attachment{Filename: a.Filename, MimeType: a.MimeType, Size: a.Size, Transcription: a.Transcription}
 }
 
 // attachments copies a new message's files into the file store. A message
@@ -90,8 +116,8 @@ func (r *Receiver) attachments(ctx context.Context, in bridge.Inbound) ([]storag
 		return nil, err
 	}
 	for _, a := range in.Attachments {
-		if seen {
-			out = append(out, storage.Attachment{Transcription: a.Transcription})
+		if seen || a.Path == "" {
+			out = append(out, metadataOnly(a))
 			continue
 		}
 		f, err := r.files.Import(ctx, a.Path, a.Filename, a.MimeType)

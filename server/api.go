@@ -20,9 +20,9 @@ type apiLine struct {
 	IsSandbox        bool `json:"is_sandbox"`
 }
 
-func toAPILine(l storage.Line) apiLine {
+func (s *Server) toAPILine(l storage.Line) apiLine {
 	return apiLine{ID: l.ID, Handle: l.Handle, Label: nonEmpty(l.Label), Service: l.Service, IsActive: true,
-		AdvancedFeatures: l.AdvancedFeatures, IsSandbox: l.IsSandbox}
+		AdvancedFeatures: s.opts.Advanced(l), IsSandbox: l.IsSandbox}
 }
 
 type apiChat struct {

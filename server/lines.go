@@ -13,7 +13,7 @@ func (s *Server) listLines(w http.ResponseWriter, r *http.Request) error {
 	var out []apiLine
 	for _, l := range s.db.Lines() {
 		if l.IsSandbox || len(key.LineIDs) == 0 || slices.Contains(key.LineIDs, l.ID) {
-			out = append(out, toAPILine(l))
+			out = append(out, s.toAPILine(l))
 		}
 	}
 	writeJSON(w, http.StatusOK, newList(r.Context(), out, nil))

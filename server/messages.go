@@ -187,9 +187,9 @@ func (s *Server) conversation(r *http.Request, from, to string, advanced bool) (
 	if err != nil {
 		return line, target{}, err
 	}
-	if advanced && !line.AdvancedFeatures {
+	if advanced && !s.opts.Advanced(line) {
 		return line, target{}, &Error{Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: "advanced_features_required", Param: "from",
-			Message: fmt.Sprintf("Line %s does not have advanced features (reactions, typing, read receipts, audio messages).", line.Handle)}
+			Message: fmt.Sprintf("Line %s does not have advanced features (reactions, typing, read receipts, audio messages) now.", line.Handle)}
 	}
 	tgt, err := s.resolveTo(r, line, to)
 	if err != nil {

@@ -32,6 +32,9 @@ type Options struct {
 	MaxAttempts     int   // delivery attempts per outbox item
 	SandboxQuota    int   // sandbox sends per UTC day
 	WebhookPolicy   webhook.Policy
+	// Advanced reports whether a line's advanced features work right now
+	// (a Messages line's need its helper connected); nil means as configured.
+	Advanced func(storage.Line) bool
 }
 
 // Server serves the API.
@@ -47,6 +50,9 @@ type Server struct {
 
 // New returns a server over db and files.
 func New(db *storage.DB, inbound InboundRecorder, files FileStore, opts Options, log *slog.Logger) *Server {
+	if opts.Advanced == nil {
+		opts.Advanced = func(l storage.Line) bool { return l.AdvancedFeatures }
+	}
 	return &Server{db: db, inbound: inbound, files: files, opts: opts, log: log, limiter: newLimiter(opts.RequestsPerHour), now: time.Now}
 }
 

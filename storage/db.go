@@ -51,13 +51,14 @@ var (
 	bktDeliveries    = []byte("deliveries")     // delivery ID → Delivery
 	bktDeliveriesDue = []byte("deliveries_due") // webhook ID ‖ next_attempt_at ‖ seq → delivery ID (pending deliveries)
 	bktAttempts      = []byte("attempts")       // at ‖ seq → Attempt
+	bktBridgeState   = []byte("bridge_state")   // line ID → bridge position (big-endian int64)
 )
 
 var allBuckets = [][]byte{
 	bktMeta, bktLines, bktKeys, bktKeyHashes, bktChats, bktChatGUIDs, bktChatIdents,
 	bktChatRecent, bktChatMessages, bktMessages, bktMessageGUIDs, bktOutbox,
 	bktOutboxDue, bktOutboxClaimed, bktIdempotency, bktSandbox, bktFiles, bktReactions, bktReceipts,
-	bktWebhooks, bktWebhookLines, bktDeliveries, bktDeliveriesDue, bktAttempts,
+	bktWebhooks, bktWebhookLines, bktDeliveries, bktDeliveriesDue, bktAttempts, bktBridgeState,
 }
 
 const schemaVersion = 1

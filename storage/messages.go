@@ -153,7 +153,8 @@ type InboundResult struct {
 }
 
 // RecordInbound stores an inbound message, creating or updating its chat, in
-// one durable transaction. A GUID seen before is not stored twice.
+// one durable transaction, with its webhook event. A GUID seen before is not
+// stored twice.
 func (db *DB) RecordInbound(ctx context.Context, in Inbound) (InboundResult, error) {
 	line, ok := db.LineByID(in.Chat.LineID)
 	if !ok {
@@ -161,49 +162,81 @@ func (db *DB) RecordInbound(ctx context.Context, in Inbound) (InboundResult, err
 	}
 	var res InboundResult
 	err := db.bolt.Batch(func(tx *bolt.Tx) (err error) {
-		res = InboundResult{}
-		if id := tx.Bucket(bktMessageGUIDs).Get([]byte(in.Message.GUID)); id != nil {
-			res.Duplicate = true
-			if err := getMessage(tx, id, &res.Message); err != nil {
-				return err
+		res, err = db.recordInbound(tx, line, in, true)
+		return err
+	})
+	if err != nil {
+		return InboundResult{}, fmt.Errorf("record inbound: %w", err)
+	}
+	return res, nil
+}
+
+// ImportHistory stores messages that were on the network before the line
+// was connected: in few transactions, and without webhook events, since
+// nothing new happened. GUIDs seen before are skipped.
+func (db *DB) ImportHistory(ctx context.Context, lineID string, msgs []Inbound) error {
+	line, ok := db.LineByID(lineID)
+	if !ok {
+		return fmt.Errorf("import history: line %s: %w", lineID, ErrNotFound)
+	}
+	const chunk = 5000
+	for len(msgs) > 0 {
+		n := min(chunk, len(msgs))
+		err := db.bolt.Update(func(tx *bolt.Tx) error {
+			for _, in := range msgs[:n] {
+				if _, err := db.recordInbound(tx, line, in, false); err != nil {
+					return err
+				}
 			}
-			if res.Transcribed, err = fillTranscriptions(tx, &res.Message, in.Message.Attachments); err != nil {
-				return err
-			}
-			return getJSON(tx.Bucket(bktChats), []byte(res.Message.ChatID), &res.Chat)
-		}
-		c, err := upsertChat(tx, in.Chat, !in.Message.IsFromMe, in.Message.Sender)
+			return nil
+		})
 		if err != nil {
-			return err
+			return fmt.Errorf("import history: %w", err)
 		}
-		m := in.Message
-		m.ChatID, m.LineID = c.ID, c.LineID
-		if m.Attachments == nil {
-			m.Attachments = []Attachment{}
+		msgs = msgs[n:]
+	}
+	return nil
+}
+
+func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, events bool) (res InboundResult, err error) {
+	if id := tx.Bucket(bktMessageGUIDs).Get([]byte(in.Message.GUID)); id != nil {
+		res.Duplicate = true
+		if err := getMessage(tx, id, &res.Message); err != nil {
+			return res, err
 		}
-		saved := c
-		if err := putMessage(tx, &saved, &c, &m); err != nil {
-			return err
+		if res.Transcribed, err = fillTranscriptions(tx, &res.Message, in.Message.Attachments); err != nil {
+			return res, err
 		}
+		return res, getJSON(tx.Bucket(bktChats), []byte(res.Message.ChatID), &res.Chat)
+	}
+	c, err := upsertChat(tx, in.Chat, !in.Message.IsFromMe, in.Message.Sender)
+	if err != nil {
+		return res, err
+	}
+	m := in.Message
+	m.ChatID, m.LineID = c.ID, c.LineID
+	if m.Attachments == nil {
+		m.Attachments = []Attachment{}
+	}
+	saved := c
+	if err := putMessage(tx, &saved, &c, &m); err != nil {
+		return res, err
+	}
+	if events {
 		event := EventMessageReceived
 		if m.IsFromMe {
 			event = EventMessageSent // sent from the owner's other devices
 		}
 		if err := db.queueEvent(tx, event, c.LineID, c.ID, &m, nil); err != nil {
-			return err
+			return res, err
 		}
-		if line.IsSandbox && !m.IsFromMe && m.Text != nil {
-			res.SandboxActivated, err = activateSandbox(tx, *m.Text, m.Sender)
-			if err != nil {
-				return err
-			}
-		}
-		res.Message, res.Chat = m, c
-		return nil
-	})
-	if err != nil {
-		return InboundResult{}, fmt.Errorf("record inbound: %w", err)
 	}
+	if line.IsSandbox && !m.IsFromMe && m.Text != nil {
+		if res.SandboxActivated, err = activateSandbox(tx, *m.Text, m.Sender); err != nil {
+			return res, err
+		}
+	}
+	res.Message, res.Chat = m, c
 	return res, nil
 }
 

@@ -1,0 +1,660 @@
+// Package chatdbtest builds a chat.db that behaves like the one macOS
+// Messages writes, for tests that run anywhere (no Mac needed).
+//
+// The fixture writes through its own read-write connection in WAL mode, the
+// way Messages does, while the code under test reads the file through a
+// separate read-only one. Every Insert is one transaction holding the message
+// row, its joins and its attachments, as Messages commits them.
+package chatdbtest
+
+import (
+	"crypto/rand"
+	"database/sql"
+	"encoding/binary"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf16"
+
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+
+	"github.com/blueline-app/blueline/bridge/messages/typedstream"
+)
+
+// Schema is the part of the real chat.db schema the daemon reads (column
+// names, types and defaults as Messages creates them), from our research
+// brief's "Minimal fixture schema", plus attachment.user_info.
+const Schema = `
+CREATE TABLE handle (
+  ROWID INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL,
+  country TEXT,
+  service TEXT NOT NULL DEFAULT 'iMessage',
+  uncanonicalized_id TEXT
+);
+CREATE TABLE chat (
+  ROWID INTEGER PRIMARY KEY AUTOINCREMENT,
+  guid TEXT UNIQUE NOT NULL,
+  style INTEGER,
+  state INTEGER,
+  account_id TEXT,
+  chat_identifier TEXT,
+  service_name TEXT,
+  room_name TEXT,
+  account_login TEXT,
+  display_name TEXT,
+  group_id TEXT,
+  last_addressed_handle TEXT,
+  is_archived INTEGER DEFAULT 0
+);
+CREATE TABLE message (
+  ROWID INTEGER PRIMARY KEY AUTOINCREMENT,
+  guid TEXT UNIQUE NOT NULL,
+  text TEXT,
+  attributedBody BLOB,
+  subject TEXT,
+  handle_id INTEGER DEFAULT 0,
+  other_handle INTEGER DEFAULT 0,
+  service TEXT,
+  account TEXT,
+  account_guid TEXT,
+  destination_caller_id TEXT,
+  error INTEGER DEFAULT 0,
+  date INTEGER,
+  date_read INTEGER DEFAULT 0,
+  date_delivered INTEGER DEFAULT 0,
+  date_edited INTEGER DEFAULT 0,
+  date_retracted INTEGER DEFAULT 0,
+  is_from_me INTEGER DEFAULT 0,
+  is_sent INTEGER DEFAULT 0,
+  is_delivered INTEGER DEFAULT 0,
+  is_read INTEGER DEFAULT 0,
+  is_finished INTEGER DEFAULT 0,
+  is_audio_message INTEGER DEFAULT 0,
+  is_played INTEGER DEFAULT 0,
+  is_emote INTEGER DEFAULT 0,
+  cache_has_attachments INTEGER DEFAULT 0,
+  item_type INTEGER DEFAULT 0,
+  group_action_type INTEGER DEFAULT 0,
+  group_title TEXT,
+  associated_message_guid TEXT,
+  associated_message_type INTEGER DEFAULT 0,
+  associated_message_emoji TEXT,
+  associated_message_range_location INTEGER DEFAULT 0,
+  associated_message_range_length INTEGER DEFAULT 0,
+  balloon_bundle_id TEXT,
+  expressive_send_style_id TEXT,
+  thread_originator_guid TEXT,
+  thread_originator_part TEXT,
+  reply_to_guid TEXT,
+  part_count INTEGER
+);
+CREATE TABLE attachment (
+  ROWID INTEGER PRIMARY KEY AUTOINCREMENT,
+  guid TEXT UNIQUE NOT NULL,
+  created_date INTEGER DEFAULT 0,
+  filename TEXT,
+  uti TEXT,
+  mime_type TEXT,
+  transfer_state INTEGER DEFAULT 0,
+  is_outgoing INTEGER DEFAULT 0,
+  user_info BLOB,
+  transfer_name TEXT,
+  total_bytes INTEGER DEFAULT 0,
+  is_sticker INTEGER DEFAULT 0,
+  hide_attachment INTEGER DEFAULT 0
+);
+CREATE TABLE chat_message_join (
+  chat_id INTEGER REFERENCES chat (ROWID) ON DELETE CASCADE,
+  message_id INTEGER REFERENCES message (ROWID) ON DELETE CASCADE,
+  message_date INTEGER DEFAULT 0,
+  PRIMARY KEY (chat_id, message_id)
+);
+CREATE TABLE chat_handle_join (
+  chat_id INTEGER REFERENCES chat (ROWID) ON DELETE CASCADE,
+  handle_id INTEGER REFERENCES handle (ROWID) ON DELETE CASCADE,
+  UNIQUE (chat_id, handle_id)
+);
+CREATE TABLE message_attachment_join (
+  message_id INTEGER REFERENCES message (ROWID) ON DELETE CASCADE,
+  attachment_id INTEGER REFERENCES attachment (ROWID) ON DELETE CASCADE,
+  UNIQUE (message_id, attachment_id)
+);
+CREATE INDEX message_idx_date ON message (date);
+CREATE INDEX chat_message_join_idx_message_id ON chat_message_join (message_id);
+`
+
+// Fixture is a chat.db under construction. Its methods fail the test on
+// any error. It is not safe for concurrent use.
+type Fixture struct {
+	t    testing.TB
+	path string
+	db   *sql.DB
+	tx   *sql.Tx // set during Batch
+	n    int     // group chats created, for their identifiers
+}
+
+// New creates dir/chat.db with the Messages schema in WAL mode and returns
+// a fixture writing to it. The connection is closed when the test ends.
+func New(t testing.TB, dir string) *Fixture {
+	t.Helper()
+	path := filepath.Join(dir, "chat.db")
+	u := url.URL{Path: path}
+	// synchronous=NORMAL is what WAL databases commonly run with; it also
+	// keeps fixtures of 100,000 rows quick to build.
+	db, err := sql.Open("sqlite", "file:"+u.EscapedPath()+
+		"?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatalf("chatdbtest: open %s: %v", path, err)
+	}
+	db.SetMaxOpenConns(1) // one writer connection, like Messages
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Exec(Schema); err != nil {
+		t.Fatalf("chatdbtest: create schema: %v", err)
+	}
+	return &Fixture{t: t, path: path, db: db}
+}
+
+// Path returns the database file's path.
+func (f *Fixture) Path() string { return f.path }
+
+// execer is what *sql.DB and *sql.Tx both offer.
+type execer interface {
+	Exec(query string, args ...any) (sql.Result, error)
+	QueryRow(query string, args ...any) *sql.Row
+}
+
+func (f *Fixture) conn() execer {
+	if f.tx != nil {
+		return f.tx
+	}
+	return f.db
+}
+
+// Exec runs a statement on the fixture's connection, for what the other
+// methods do not cover (an odd date, a column Messages sets later, …).
+func (f *Fixture) Exec(query string, args ...any) {
+	f.t.Helper()
+	if _, err := f.conn().Exec(query, args...); err != nil {
+		f.t.Fatalf("chatdbtest: exec %q: %v", query, err)
+	}
+}
+
+// Batch runs fn with every write in one transaction, to build large
+// fixtures quickly.
+func (f *Fixture) Batch(fn func()) {
+	f.t.Helper()
+	if f.tx != nil {
+		fn()
+		return
+	}
+	tx, err := f.db.Begin()
+	if err != nil {
+		f.t.Fatalf("chatdbtest: begin: %v", err)
+	}
+	f.tx = tx
+	defer func() {
+		f.tx = nil
+		tx.Rollback()
+	}()
+	fn()
+	if err := tx.Commit(); err != nil {
+		f.t.Fatalf("chatdbtest: commit: %v", err)
+	}
+}
+
+// inTx runs fn in the current batch, or in a transaction of its own.
+func (f *Fixture) inTx(fn func(c execer)) {
+	f.t.Helper()
+	if f.tx != nil {
+		fn(f.tx)
+		return
+	}
+	f.Batch(func() { fn(f.tx) })
+}
+
+// serviceName spells a service the way Messages stores it ("iMessage",
+// "SMS", "RCS"); other spellings are kept.
+func serviceName(s string) string {
+	switch strings.ToLower(s) {
+	case "", "imessage":
+		return "iMessage"
+	case "sms":
+		return "SMS"
+	case "rcs":
+		return "RCS"
+	}
+	return s
+}
+
+// Handle returns the ROWID of the handle for address id on service,
+// creating it when needed.
+func (f *Fixture) Handle(id, service string) int64 {
+	f.t.Helper()
+	return f.handle(f.conn(), id, service)
+}
+
+func (f *Fixture) handle(c execer, id, service string) int64 {
+	f.t.Helper()
+	service = serviceName(service)
+	var rowID int64
+	err := c.QueryRow("SELECT ROWID FROM handle WHERE id = ? AND service = ?", id, service).Scan(&rowID)
+	if err == nil {
+		return rowID
+	}
+	if err != sql.ErrNoRows {
+		f.t.Fatalf("chatdbtest: find handle %s: %v", id, err)
+	}
+	res, err := c.Exec("INSERT INTO handle (id, country, service, uncanonicalized_id) VALUES (?, 'us', ?, ?)", id, service, id)
+	if err != nil {
+		f.t.Fatalf("chatdbtest: insert handle %s: %v", id, err)
+	}
+	rowID, _ = res.LastInsertId()
+	return rowID
+}
+
+// ChatRef identifies a chat the fixture created.
+type ChatRef struct {
+	RowID      int64
+	GUID       string
+	Identifier string
+	Service    string // as Messages spells it: "iMessage", "SMS"
+}
+
+// DirectChat returns the one-to-one chat with address on service
+// ("iMessage;-;+15551234567", style 45), creating it and its member when
+// needed.
+func (f *Fixture) DirectChat(service, address string) ChatRef {
+	f.t.Helper()
+	service = serviceName(service)
+	ref := ChatRef{GUID: service + ";-;" + address, Identifier: address, Service: service}
+	f.inTx(func(c execer) {
+		ref.RowID = f.chat(c, ref, 45, "")
+		f.join(c, ref.RowID, f.handle(c, address, service))
+	})
+	return ref
+}
+
+// GroupChat creates a group chat ("iMessage;+;chat<18 digits>", style 43)
+// named name ("" for none) with the given member addresses.
+func (f *Fixture) GroupChat(service, name string, members ...string) ChatRef {
+	f.t.Helper()
+	service = serviceName(service)
+	f.n++
+	ident := fmt.Sprintf("chat%018d", 512345678901234567+int64(f.n))
+	ref := ChatRef{GUID: service + ";+;" + ident, Identifier: ident, Service: service}
+	f.inTx(func(c execer) {
+		ref.RowID = f.chat(c, ref, 43, name)
+		for _, m := range members {
+			f.join(c, ref.RowID, f.handle(c, m, service))
+		}
+	})
+	return ref
+}
+
+func (f *Fixture) chat(c execer, ref ChatRef, style int, name string) int64 {
+	f.t.Helper()
+	var rowID int64
+	if err := c.QueryRow("SELECT ROWID FROM chat WHERE guid = ?", ref.GUID).Scan(&rowID); err == nil {
+		return rowID
+	}
+	var room any
+	if style == 43 {
+		room = ref.Identifier
+	}
+	res, err := c.Exec(`INSERT INTO chat (guid, style, state, account_id, chat_identifier, service_name, room_name, display_name)
+		VALUES (?, ?, 3, ?, ?, ?, ?, ?)`, ref.GUID, style, newGUID(), ref.Identifier, ref.Service, room, nullIfEmpty(name))
+	if err != nil {
+		f.t.Fatalf("chatdbtest: insert chat %s: %v", ref.GUID, err)
+	}
+	rowID, _ = res.LastInsertId()
+	return rowID
+}
+
+func (f *Fixture) join(c execer, chatID, handleID int64) {
+	f.t.Helper()
+	if _, err := c.Exec("INSERT OR IGNORE INTO chat_handle_join (chat_id, handle_id) VALUES (?, ?)", chatID, handleID); err != nil {
+		f.t.Fatalf("chatdbtest: join chat %d handle %d: %v", chatID, handleID, err)
+	}
+}
+
+// Msg describes a message row to insert.
+type Msg struct {
+	// Chat is the chat the row is filed under; the zero ChatRef files it
+	// under none.
+	Chat ChatRef
+	// GUID is the message GUID; "" gives a new upper-case UUID.
+	GUID string
+	// From is the sender's address; "" makes the row is_from_me.
+	From string
+	// Text is the body. For a voice memo (IsAudioMessage) it is the
+	// transcription, stored where macOS stores it (see SetText).
+	Text string
+	// Ventura leaves the text column NULL, the body only in attributedBody.
+	Ventura bool
+	// Date is when the message was sent; zero means now.
+	Date time.Time
+	// IsSent marks a row of ours as sent (is_sent = 1, is_delivered = 1).
+	// Inbound rows always have is_sent = 0, as Messages writes them.
+	IsSent         bool
+	Error          int
+	IsAudioMessage bool
+	// ReactionTo is the GUID of the message a tapback targets, stored as
+	// "p:0/<guid>"; a value already starting with "p:" or "bp:" is kept.
+	ReactionTo   string
+	ReactionType int // 2000-2005 added, 3000-3005 removed
+	// ReplyTo is the GUID of the message this one replies to inline.
+	ReplyTo     string
+	Attachments []FileSpec
+	ItemType    int
+}
+
+// FileSpec describes an attachment.
+type FileSpec struct {
+	// Path is the file's path as Messages stores it (it may start with
+	// "~"); "" leaves filename NULL, a transfer that has not finished.
+	Path         string
+	MimeType     string
+	TransferName string
+	UTI          string
+	TotalBytes   int64
+}
+
+// Insert adds a message with its chat join and attachments in one
+// transaction and returns its ROWID and GUID.
+//
+// A voice memo without attachments gets the .caf file Messages records.
+// Its body is the U+FFFC placeholder; a Text goes into the attachment's
+// user_info as "audio-transcription", as recent macOS writes it.
+func (f *Fixture) Insert(m Msg) (rowID int64, guid string) {
+	f.t.Helper()
+	guid = m.GUID
+	if guid == "" {
+		guid = newGUID()
+	}
+	date := m.Date
+	if date.IsZero() {
+		date = time.Now()
+	}
+	fromMe := m.From == ""
+	atts := m.Attachments
+	if m.IsAudioMessage && len(atts) == 0 {
+		atts = []FileSpec{{
+			Path:         "~/Library/Messages/Attachments/" + guid[:2] + "/" + guid[2:4] + "/" + guid + "/Audio Message.caf",
+			MimeType:     "audio/x-caf",
+			TransferName: "Audio Message.caf",
+			UTI:          "com.apple.coreaudio-format",
+			TotalBytes:   24576,
+		}}
+	}
+
+	bodyText := m.Text
+	transcription := ""
+	if m.IsAudioMessage {
+		transcription, bodyText = m.Text, ""
+	}
+	// Each attachment is a U+FFFC placeholder in the body, before the text.
+	bodyText = strings.Repeat("\uFFFC", len(atts)) + bodyText
+	var text, attributed any
+	if bodyText != "" {
+		attributed = typedstream.Encode(bodyText)
+		if !m.Ventura {
+			text = bodyText
+		}
+	}
+
+	var assoc any
+	if m.ReactionTo != "" {
+		assoc = m.ReactionTo
+		if !strings.HasPrefix(m.ReactionTo, "p:") && !strings.HasPrefix(m.ReactionTo, "bp:") {
+			assoc = "p:0/" + m.ReactionTo
+		}
+	}
+	var threadPart any
+	if m.ReplyTo != "" {
+		threadPart = "0:0:1"
+	}
+
+	f.inTx(func(c execer) {
+		var handleID int64
+		switch {
+		case !fromMe:
+			handleID = f.handle(c, m.From, m.Chat.Service)
+		case strings.Contains(m.Chat.GUID, ";-;"):
+			// In a one-to-one chat Messages sets the other party even on
+			// our own rows.
+			handleID = f.handle(c, m.Chat.Identifier, m.Chat.Service)
+		}
+		sent, delivered, dateDelivered := 0, 1, int64(0)
+		if fromMe {
+			delivered = 0
+			if m.IsSent {
+				sent, delivered, dateDelivered = 1, 1, appleNanos(date)
+			}
+		}
+		res, err := c.Exec(`INSERT INTO message (guid, text, attributedBody, handle_id, service, account, error, date,
+			date_delivered, is_from_me, is_sent, is_delivered, is_finished, is_audio_message, cache_has_attachments,
+			item_type, associated_message_guid, associated_message_type, thread_originator_guid, thread_originator_part,
+			part_count)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			guid, text, attributed, handleID, serviceName(m.Chat.Service), "E:me@example.com", m.Error, appleNanos(date),
+			dateDelivered, b2i(fromMe), sent, delivered, b2i(m.IsAudioMessage), b2i(len(atts) > 0),
+			m.ItemType, assoc, m.ReactionType, nullIfEmpty(m.ReplyTo), threadPart,
+			len(atts)+b2i(m.Text != "" && !m.IsAudioMessage))
+		if err != nil {
+			f.t.Fatalf("chatdbtest: insert message: %v", err)
+		}
+		rowID, _ = res.LastInsertId()
+		if m.Chat.RowID != 0 {
+			if _, err := c.Exec("INSERT INTO chat_message_join (chat_id, message_id, message_date) VALUES (?, ?, ?)",
+				m.Chat.RowID, rowID, appleNanos(date)); err != nil {
+				f.t.Fatalf("chatdbtest: join message to chat: %v", err)
+			}
+		}
+		for _, a := range atts {
+			var info any
+			if transcription != "" {
+				info = transcriptionPlist(transcription)
+			}
+			state := 5 // finished
+			if a.Path == "" {
+				state = 0
+			}
+			res, err := c.Exec(`INSERT INTO attachment (guid, created_date, filename, uti, mime_type, transfer_state,
+				is_outgoing, user_info, transfer_name, total_bytes)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				"at_0_"+newGUID(), date.Unix()-978307200, nullIfEmpty(a.Path), nullIfEmpty(a.UTI), nullIfEmpty(a.MimeType),
+				state, b2i(fromMe), info, nullIfEmpty(a.TransferName), a.TotalBytes)
+			if err != nil {
+				f.t.Fatalf("chatdbtest: insert attachment: %v", err)
+			}
+			attID, _ := res.LastInsertId()
+			if _, err := c.Exec("INSERT INTO message_attachment_join (message_id, attachment_id) VALUES (?, ?)", rowID, attID); err != nil {
+				f.t.Fatalf("chatdbtest: join attachment: %v", err)
+			}
+		}
+	})
+	return rowID, guid
+}
+
+// AddToChat also files an existing message under another chat (a message
+// can sit in several).
+func (f *Fixture) AddToChat(guid string, chat ChatRef) {
+	f.t.Helper()
+	f.Exec(`INSERT INTO chat_message_join (chat_id, message_id, message_date)
+		SELECT ?, ROWID, date FROM message WHERE guid = ?`, chat.RowID, guid)
+}
+
+// update runs an UPDATE of the message with guid and fails the test when
+// there is no such message.
+func (f *Fixture) update(guid, set string, args ...any) {
+	f.t.Helper()
+	res, err := f.conn().Exec("UPDATE message SET "+set+" WHERE guid = ?", append(args, guid)...)
+	if err != nil {
+		f.t.Fatalf("chatdbtest: update message %s: %v", guid, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		f.t.Fatalf("chatdbtest: no message %s", guid)
+	}
+}
+
+// MarkSent turns an outgoing row sent and delivered.
+func (f *Fixture) MarkSent(guid string) {
+	f.t.Helper()
+	f.update(guid, "is_sent = 1, is_delivered = 1, date_delivered = ?", appleNanos(time.Now()))
+}
+
+// MarkError sets the row's error code (a failed send).
+func (f *Fixture) MarkError(guid string, code int) {
+	f.t.Helper()
+	f.update(guid, "error = ?", code)
+}
+
+// MarkRead sets the row's read date.
+func (f *Fixture) MarkRead(guid string, at time.Time) {
+	f.t.Helper()
+	f.update(guid, "is_read = 1, date_read = ?", appleNanos(at))
+}
+
+// SetText replaces a row's body. For a voice memo it sets the
+// transcription, the way macOS adds it after the row: in the user_info of
+// the memo's attachment. For other rows it rewrites text and
+// attributedBody (text stays NULL on a Ventura-style row).
+func (f *Fixture) SetText(guid, text string) {
+	f.t.Helper()
+	var audio int
+	var oldText sql.NullString
+	if err := f.conn().QueryRow("SELECT is_audio_message, text FROM message WHERE guid = ?", guid).Scan(&audio, &oldText); err != nil {
+		f.t.Fatalf("chatdbtest: find message %s: %v", guid, err)
+	}
+	if audio != 0 {
+		f.Exec(`UPDATE attachment SET user_info = ? WHERE ROWID IN (SELECT maj.attachment_id
+			FROM message_attachment_join maj JOIN message m ON m.ROWID = maj.message_id WHERE m.guid = ?)`,
+			transcriptionPlist(text), guid)
+		return
+	}
+	var column any = text
+	if !oldText.Valid {
+		column = nil
+	}
+	f.update(guid, "text = ?, attributedBody = ?", column, typedstream.Encode(text))
+}
+
+// DeleteMessage removes a message and its joins, leaving a ROWID gap (as
+// when a tapback is replaced).
+func (f *Fixture) DeleteMessage(guid string) {
+	f.t.Helper()
+	f.inTx(func(c execer) {
+		for _, q := range []string{
+			"DELETE FROM chat_message_join WHERE message_id IN (SELECT ROWID FROM message WHERE guid = ?)",
+			"DELETE FROM message_attachment_join WHERE message_id IN (SELECT ROWID FROM message WHERE guid = ?)",
+			"DELETE FROM message WHERE guid = ?",
+		} {
+			if _, err := c.Exec(q, guid); err != nil {
+				f.t.Fatalf("chatdbtest: delete message %s: %v", guid, err)
+			}
+		}
+	})
+}
+
+// DropColumn removes a column, as an older or newer macOS might lack it.
+func (f *Fixture) DropColumn(table, column string) {
+	f.t.Helper()
+	f.Exec(fmt.Sprintf("ALTER TABLE %q DROP COLUMN %q", table, column))
+}
+
+// AppleNanos converts t to a Messages date: nanoseconds since
+// 2001-01-01 00:00:00 UTC.
+func AppleNanos(t time.Time) int64 { return appleNanos(t) }
+
+func appleNanos(t time.Time) int64 {
+	return t.Sub(time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)).Nanoseconds()
+}
+
+// newGUID returns a random upper-case UUID, like Messages' GUIDs.
+func newGUID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return strings.ToUpper(fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]))
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// transcriptionPlist builds the binary property list {"audio-transcription":
+// text} that macOS keeps in a voice memo attachment's user_info.
+func transcriptionPlist(text string) []byte {
+	out := []byte("bplist00")
+	var offsets []int
+	add := func(obj []byte) {
+		offsets = append(offsets, len(out))
+		out = append(out, obj...)
+	}
+	add([]byte{0xd1, 1, 2}) // dict, one pair: key object 1, value object 2
+	add(plistString("audio-transcription"))
+	add(plistString(text))
+	tableAt := len(out)
+	offSize := 1
+	if tableAt > 0xff {
+		offSize = 2
+	}
+	for _, o := range offsets {
+		if offSize == 1 {
+			out = append(out, byte(o))
+		} else {
+			out = binary.BigEndian.AppendUint16(out, uint16(o))
+		}
+	}
+	trailer := make([]byte, 32)
+	trailer[6], trailer[7] = byte(offSize), 1
+	binary.BigEndian.PutUint64(trailer[8:], uint64(len(offsets)))
+	binary.BigEndian.PutUint64(trailer[16:], 0)
+	binary.BigEndian.PutUint64(trailer[24:], uint64(tableAt))
+	return append(out, trailer...)
+}
+
+// plistString encodes a bplist string object: ASCII when it can be, else
+// UTF-16BE.
+func plistString(s string) []byte {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return append(plistHead(0x50, len(s)), s...)
+	}
+	u := utf16.Encode([]rune(s))
+	out := plistHead(0x60, len(u))
+	for _, c := range u {
+		out = binary.BigEndian.AppendUint16(out, c)
+	}
+	return out
+}
+
+// plistHead is an object marker with its length: in the low nibble, or as
+// an integer object after 0xF.
+func plistHead(kind byte, n int) []byte {
+	if n < 0x0f {
+		return []byte{kind | byte(n)}
+	}
+	return binary.BigEndian.AppendUint32([]byte{kind | 0x0f, 0x12}, uint32(n))
+}

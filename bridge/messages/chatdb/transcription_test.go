@@ -1,0 +1,140 @@
+package chatdb
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/blueline-app/blueline/bridge/messages/typedstream"
+)
+
+// voiceMemoBody builds the attributedBody of a transcribed voice memo as
+// macOS writes it: the text is one U+FFFC whose single run carries the file
+// transfer GUID, the transcription and the message part. Objects and
+// shared strings are numbered in stream order; entry i is referenced by the
+// byte 0x92+i.
+func voiceMemoBody(transcription string) []byte {
+	b := []byte{0x04, 0x0b}
+	b = append(b, "streamtyped"...)
+	b = append(b, 0x81, 0xe8, 0x03)
+	lit := func(s string) { // unshared string: length, bytes
+		if len(s) < 0x80 {
+			b = append(b, byte(len(s)))
+		} else {
+			b = append(b, 0x81, byte(len(s)), byte(len(s)>>8))
+		}
+		b = append(b, s...)
+	}
+	// Shared strings: S0 "@", S1 NSAttributedString, S2 NSObject,
+	// S3 NSString, S4 "+", S5 "iI", S6 NSDictionary, S7 "i".
+	// Objects: O0 the attributed string, O1 NSAttributedString, O2 NSObject,
+	// O3 the string, O4 NSString, O5 the dictionary, O6 NSDictionary, then
+	// one per key and value.
+	b = append(b, 0x84)
+	lit("@")
+	b = append(b, 0x84, 0x84, 0x84)
+	lit("NSAttributedString")
+	b = append(b, 0x00, 0x84, 0x84)
+	lit("NSObject")
+	b = append(b, 0x00, 0x85)
+	// The string: "@" group, new object of new class NSString → NSObject.
+	b = append(b, 0x92, 0x84, 0x84, 0x84)
+	lit("NSString")
+	b = append(b, 0x01, 0x94, 0x84)
+	lit("+")
+	lit("\uFFFC")
+	b = append(b, 0x86)
+	// One run: dictionary 1, one UTF-16 unit.
+	b = append(b, 0x84)
+	lit("iI")
+	b = append(b, 0x01, 0x01)
+	b = append(b, 0x92, 0x84, 0x84, 0x84)
+	lit("NSDictionary")
+	b = append(b, 0x00, 0x94, 0x84)
+	lit("i")
+	b = append(b, 0x03)     // three pairs
+	str := func(s string) { // "@" group with an NSString object
+		b = append(b, 0x92, 0x84, 0x96, 0x96)
+		lit(s)
+		b = append(b, 0x86)
+	}
+	str("__kIMFileTransferGUIDAttributeName")
+	str("4C339597-EBBB-4978-9B87-521C0471A848")
+	str("IMAudioTranscription")
+	str(transcription)
+	str("__kIMMessagePartAttributeName")
+	// NSNumber 0: new classes NSNumber → NSValue → NSObject, "*" group
+	// with the C string "i", then an "i" group.
+	b = append(b, 0x92, 0x84, 0x84, 0x84)
+	lit("NSNumber")
+	b = append(b, 0x00, 0x84, 0x84)
+	lit("NSValue")
+	b = append(b, 0x00, 0x94, 0x84)
+	lit("*")
+	b = append(b, 0x84, 0x99, 0x99, 0x00, 0x86)
+	return append(b, 0x86, 0x86) // end of dictionary, of attributed string
+}
+
+func TestAttributedTranscription(t *testing.T) {
+	for _, want := range []string{"This is a test", "Ça marche, à demain 👋", strings.Repeat("long ", 60)} {
+		blob := voiceMemoBody(want)
+		if text, err := typedstream.Text(blob); err != nil || text != "\uFFFC" {
+			t.Fatalf("typedstream.Text(fixture) = %q, %v; want the placeholder", text, err)
+		}
+		got, ok := attributedTranscription(blob)
+		if !ok || got != strings.TrimSpace(want) {
+			t.Errorf("attributedTranscription = %q, %v; want %q", got, ok, want)
+		}
+		// No prefix of the blob may panic or yield a partial text.
+		end := bytes.Index(blob, []byte(want)) + len(want) // the value's end-of-object tag
+		for n := range len(blob) {
+			got, ok := attributedTranscription(blob[:n])
+			if ok && (n <= end || got != strings.TrimSpace(want)) {
+				t.Fatalf("prefix %d: got %q", n, got)
+			}
+		}
+	}
+	for _, blob := range [][]byte{nil, typedstream.Encode("IMAudioTranscription"), typedstream.Encode("hello")} {
+		if got, ok := attributedTranscription(blob); ok {
+			t.Errorf("attributedTranscription(%q) = %q", blob, got)
+		}
+	}
+}
+
+func TestPlistTranscription(t *testing.T) {
+	xmlPlist := `<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+<plist version="1.0">
+<dict>
+	<key>other</key>
+	<dict><key>audio-transcription</key><string>nested, not this</string></dict>
+	<key>audio-transcription</key>
+	<string>See you &amp; them</string>
+</dict>
+</plist>`
+	if got, ok := plistTranscription([]byte(xmlPlist)); !ok || got != "See you & them" {
+		t.Errorf("XML plist: %q, %v", got, ok)
+	}
+	for _, bad := range []string{"", "bplist00", "bplist00" + strings.Repeat("\xff", 40), "<plist><dict><key>x</key></dict></plist>", "not a plist"} {
+		if got, ok := plistTranscription([]byte(bad)); ok {
+			t.Errorf("plistTranscription(%q) = %q", bad, got)
+		}
+	}
+}
+
+func TestPermissionError(t *testing.T) {
+	cause := errors.New("unable to open database file: authorization denied")
+	if !isPermission(cause) {
+		t.Fatal("not recognised as a permission failure")
+	}
+	if isPermission(errors.New("no such table: message")) {
+		t.Fatal("schema error taken for a permission failure")
+	}
+	err := permissionError("/Users/me/Library/Messages/chat.db", cause)
+	exe, _ := os.Executable()
+	if !errors.Is(err, cause) || !strings.Contains(err.Error(), "Full Disk Access") || !strings.Contains(err.Error(), exe) {
+		t.Errorf("permissionError = %v", err)
+	}
+}

@@ -1,0 +1,445 @@
+package messages
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/blueline-app/blueline/bridge"
+)
+
+// The AppleScript Blueline runs. These constants are the only AppleScript
+// text in the program: what changes from one send to the next (chat GUID,
+// text, file path, address, service, timeout) reaches a script only as an
+// item of argv, never as part of its source, so no text can change what a
+// script does.
+const (
+	// sendTextToChatScript sends text to an existing chat by its GUID.
+	// argv: chat GUID, text, timeout in seconds.
+	sendTextToChatScript = `on run argv
+	set chatGUID to item 1 of argv
+	set messageText to item 2 of argv
+	set waitSeconds to (item 3 of argv) as integer
+	tell application "Messages"
+		with timeout of waitSeconds seconds
+			send messageText to chat id chatGUID
+		end timeout
+	end tell
+end run
+`
+
+	// sendTextToParticipantScript sends text to a contact of the iMessage
+	// or SMS account (macOS 13 and later): the fallback for a one-to-one
+	// chat that Messages cannot find by GUID, and how a new one starts.
+	// argv: address, text, "iMessage" or "SMS", timeout in seconds.
+	sendTextToParticipantScript = `on run argv
+	set targetAddress to item 1 of argv
+	set messageText to item 2 of argv
+	set serviceName to item 3 of argv
+	set waitSeconds to (item 4 of argv) as integer
+	tell application "Messages"
+		with timeout of waitSeconds seconds
+			if serviceName is "SMS" then
+				set targetAccount to 1st account whose service type = SMS
+			else if serviceName is "iMessage" then
+				set targetAccount to 1st account whose service type = iMessage
+			else
+				error "unsupported service" number -1700
+			end if
+			send messageText to participant targetAddress of targetAccount
+		end timeout
+	end tell
+end run
+`
+
+	// sendFileToChatScript sends a file to an existing chat by its GUID.
+	// argv: chat GUID, absolute POSIX path, timeout in seconds.
+	sendFileToChatScript = `on run argv
+	set chatGUID to item 1 of argv
+	set attachmentFile to (item 2 of argv) as POSIX file
+	set waitSeconds to (item 3 of argv) as integer
+	tell application "Messages"
+		with timeout of waitSeconds seconds
+			send attachmentFile to chat id chatGUID
+		end timeout
+	end tell
+end run
+`
+
+	// sendFileToParticipantScript sends a file to a contact of the
+	// iMessage or SMS account (macOS 13 and later).
+	// argv: address, absolute POSIX path, "iMessage" or "SMS", timeout in
+	// seconds.
+	sendFileToParticipantScript = `on run argv
+	set targetAddress to item 1 of argv
+	set attachmentFile to (item 2 of argv) as POSIX file
+	set serviceName to item 3 of argv
+	set waitSeconds to (item 4 of argv) as integer
+	tell application "Messages"
+		with timeout of waitSeconds seconds
+			if serviceName is "SMS" then
+				set targetAccount to 1st account whose service type = SMS
+			else if serviceName is "iMessage" then
+				set targetAccount to 1st account whose service type = iMessage
+			else
+				error "unsupported service" number -1700
+			end if
+			send attachmentFile to participant targetAddress of targetAccount
+		end timeout
+	end tell
+end run
+`
+
+	// ensureMessagesScript starts Messages in the background if it is not
+	// running. argv: none.
+	ensureMessagesScript = `on run argv
+	if application "Messages" is not running then
+		launch application "Messages"
+	end if
+end run
+`
+)
+
+// Runner runs an AppleScript. The real one execs osascript; tests
+// substitute a fake at this boundary only.
+type Runner interface {
+	Run(ctx context.Context, script string, args []string) (stdout string, err error)
+}
+
+// DefaultOsascript is where macOS keeps osascript.
+const DefaultOsascript = "/usr/bin/osascript"
+
+// osascriptWaitDelay bounds how long Run waits for osascript's output pipes
+// once the process has been killed or has exited.
+const osascriptWaitDelay = 2 * time.Second
+
+// Osascript runs scripts with the osascript program: `<Path> - <args...>`,
+// without a shell, the script on stdin and the arguments as the script's
+// argv (read with `on run argv`).
+type Osascript struct {
+	Path string // the program; "" is DefaultOsascript
+}
+
+// Run runs script with args. When ctx ends first (a hung Messages), the
+// process is killed and the error says it timed out (or was cancelled) and
+// wraps ctx's error. A non-zero exit returns a *ScriptError.
+func (o Osascript) Run(ctx context.Context, script string, args []string) (string, error) {
+	path := o.Path
+	if path == "" {
+		path = DefaultOsascript
+	}
+	cmd := exec.CommandContext(ctx, path, append([]string{"-"}, args...)...)
+	cmd.Stdin = strings.NewReader(script)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	// Kill, not interrupt: a hung osascript waits on Messages and would
+	// ignore a polite signal. WaitDelay makes Wait return even if
+	// something else still holds the output pipes.
+	cmd.Cancel = func() error { return cmd.Process.Kill() }
+	cmd.WaitDelay = osascriptWaitDelay
+	err := cmd.Run()
+	if err == nil {
+		return stdout.String(), nil
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		if cmd.Process == nil {
+			return "", fmt.Errorf("messages: osascript not started: %w", ctxErr)
+		}
+		how := "was cancelled"
+		if errors.Is(ctxErr, context.DeadlineExceeded) {
+			how = "timed out"
+		}
+		return stdout.String(), fmt.Errorf("messages: osascript %s and was killed: %w", how, ctxErr)
+	}
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		return stdout.String(), &ScriptError{
+			ExitCode: exitErr.ExitCode(),
+			Stderr:   stderr.String(),
+			Code:     parseScriptErrorCode(stderr.String()),
+		}
+	}
+	return stdout.String(), fmt.Errorf("messages: run osascript: %w", err)
+}
+
+// ScriptError is a script that failed: osascript exited non-zero.
+type ScriptError struct {
+	ExitCode int
+	Stderr   string
+	// Code is the AppleScript error number at the end of osascript's
+	// message ("… (-1728)"); 0 if there is none.
+	Code int
+}
+
+func (e *ScriptError) Error() string {
+	msg := strings.TrimSpace(e.Stderr)
+	if len(msg) > 1000 {
+		cut := 1000
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "…"
+	}
+	if msg == "" {
+		msg = "no message"
+	}
+	return fmt.Sprintf("messages: osascript exited with status %d: %s", e.ExitCode, msg)
+}
+
+// scriptErrorCode matches the error number osascript puts at the end of
+// an execution error: "… Can't get chat id \"x\". (-1728)".
+var scriptErrorCode = regexp.MustCompile(`\((-?[0-9]+)\)\s*$`)
+
+// parseScriptErrorCode returns the AppleScript error number in osascript's
+// stderr, from its last line that ends with one; 0 if none does.
+func parseScriptErrorCode(stderr string) int {
+	lines := strings.Split(stderr, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		m := scriptErrorCode.FindStringSubmatch(lines[i])
+		if m == nil {
+			continue
+		}
+		if n, err := strconv.Atoi(m[1]); err == nil {
+			return n
+		}
+	}
+	return 0
+}
+
+// AppleScript error numbers the Sender acts on.
+const (
+	scriptErrNotFound     = -1728 // errAENoSuchObject: no such chat or participant
+	scriptErrTimedOut     = -1712 // errAETimeout: Messages did not answer in time
+	scriptErrNotPermitted = -1743 // errAEEventNotPermitted: Automation not allowed
+	scriptErrNeedsUserOK  = -1744 // errAEEventWouldRequireUserConsent: the prompt cannot be shown
+)
+
+const (
+	defaultSendTimeout = 30 * time.Second
+	// scriptTimeoutMargin is how much sooner than the process is killed
+	// the script's own `with timeout` fires, so that a busy Messages
+	// yields AppleScript's clean timeout error rather than a kill. The
+	// script's timeout is at least a second.
+	scriptTimeoutMargin = 2 * time.Second
+)
+
+var (
+	// ErrAutomationDenied is macOS refusing the daemon Apple events to
+	// Messages. It is permanent until the user allows it.
+	ErrAutomationDenied = errors.New("messages: macOS does not let Blueline control Messages (Automation permission): " +
+		"open System Settings → Privacy & Security → Automation, find the program that runs the Blueline daemon " +
+		"and switch Messages on; if it is not listed, send once from that same program in a logged-in session to get the prompt")
+	// ErrTimedOut is Messages not answering in time (busy, or hung: a
+	// restart of Messages may help). Worth retrying.
+	ErrTimedOut = errors.New("messages: Messages did not answer in time")
+	// ErrChatNotFound is Messages knowing neither the chat nor, for a
+	// one-to-one chat, the contact.
+	ErrChatNotFound = errors.New("messages: Messages has no such chat")
+)
+
+// chatGUIDPattern is the shape of a Messages chat GUID: service, "-" for
+// one-to-one or "+" for a group, and the chat's identifier (no ";" and no
+// control characters).
+var chatGUIDPattern = regexp.MustCompile(`^(iMessage|SMS|RCS|any);[-+];[^;\x00-\x1f\x7f]+$`)
+
+// checkChatGUID refuses a chat GUID that is not of Messages' shape.
+func checkChatGUID(guid string) error {
+	if !chatGUIDPattern.MatchString(guid) {
+		return bridge.Permanent(fmt.Errorf("messages: invalid chat GUID %q", guid))
+	}
+	return nil
+}
+
+// isDirectChat reports whether a (valid) chat GUID is a one-to-one chat.
+func isDirectChat(guid string) bool { return strings.Contains(guid, ";-;") }
+
+// accountService maps our service names to the service types the
+// participant scripts match.
+func accountService(service string) (string, error) {
+	switch service {
+	case "imessage":
+		return "iMessage", nil
+	case "sms":
+		return "SMS", nil
+	}
+	return "", bridge.Permanent(fmt.Errorf("messages: unknown service %q (want imessage or sms)", service))
+}
+
+// Sender sends through a Runner, one send at a time: Messages cannot take
+// two at once, and a send's outcome is recognised as the next outgoing row
+// of its chat.
+//
+// A send first addresses the chat by GUID. When Messages does not know the
+// chat (-1728) and it is one-to-one with a known address, the send is
+// retried to the participant of the iMessage or SMS account. Errors are
+// permanent (bridge.IsPermanent) when retrying cannot help: an invalid
+// request, ErrAutomationDenied, ErrChatNotFound; ErrTimedOut and others
+// are worth retrying.
+type Sender struct {
+	runner  Runner
+	timeout time.Duration
+	// turn holds a token while a send runs; waiting for it honours ctx.
+	turn chan struct{}
+	// queued counts sends waiting for their turn (for tests).
+	queued atomic.Int32
+}
+
+// NewSender returns a Sender that gives each osascript run timeout before
+// killing it (0: 30 s). The scripts' own AppleScript timeout is set a
+// little shorter.
+func NewSender(r Runner, timeout time.Duration) *Sender {
+	if timeout <= 0 {
+		timeout = defaultSendTimeout
+	}
+	return &Sender{runner: r, timeout: timeout, turn: make(chan struct{}, 1)}
+}
+
+// scriptSeconds is the argv item for a script's `with timeout`.
+func (s *Sender) scriptSeconds() string {
+	secs := int((s.timeout - scriptTimeoutMargin) / time.Second)
+	secs = max(secs, 1)
+	return strconv.Itoa(secs)
+}
+
+// SendText sends text to a chat. address is the contact of a one-to-one
+// chat ("" for a group): the fallback target when Messages cannot find
+// the chat by GUID. service is "imessage" or "sms".
+func (s *Sender) SendText(ctx context.Context, chatGUID, address, service, text string) error {
+	svc, err := checkSend(chatGUID, address, service)
+	if err != nil {
+		return err
+	}
+	if text == "" {
+		return bridge.Permanent(errors.New("messages: empty text"))
+	}
+	if strings.ContainsRune(text, 0) {
+		return bridge.Permanent(errors.New("messages: text contains a NUL character"))
+	}
+	secs := s.scriptSeconds()
+	return s.send(ctx, chatGUID, address,
+		sendTextToChatScript, []string{chatGUID, text, secs},
+		sendTextToParticipantScript, []string{address, text, svc, secs})
+}
+
+// SendFile sends the file at path, which must be absolute (and, on macOS
+// 15 and later, somewhere sandboxed Messages may read: under
+// ~/Library/Messages). address and service are as for SendText.
+func (s *Sender) SendFile(ctx context.Context, chatGUID, address, service, path string) error {
+	svc, err := checkSend(chatGUID, address, service)
+	if err != nil {
+		return err
+	}
+	if err := checkPath(path); err != nil {
+		return err
+	}
+	secs := s.scriptSeconds()
+	return s.send(ctx, chatGUID, address,
+		sendFileToChatScript, []string{chatGUID, path, secs},
+		sendFileToParticipantScript, []string{address, path, svc, secs})
+}
+
+// EnsureRunning starts Messages in the background if it is not running.
+func (s *Sender) EnsureRunning(ctx context.Context) error {
+	if err := s.wait(ctx); err != nil {
+		return err
+	}
+	defer s.done()
+	return s.classify(ctx, s.run(ctx, ensureMessagesScript, nil), "the Messages app")
+}
+
+func checkSend(chatGUID, address, service string) (svc string, err error) {
+	if err := checkChatGUID(chatGUID); err != nil {
+		return "", err
+	}
+	if strings.ContainsRune(address, 0) {
+		return "", bridge.Permanent(fmt.Errorf("messages: address %q contains a NUL character", address))
+	}
+	return accountService(service)
+}
+
+func checkPath(path string) error {
+	if !strings.HasPrefix(path, "/") {
+		return bridge.Permanent(fmt.Errorf("messages: file path %q is not absolute", path))
+	}
+	if strings.ContainsRune(path, 0) {
+		return bridge.Permanent(errors.New("messages: file path contains a NUL character"))
+	}
+	return nil
+}
+
+// send runs the chat-GUID form, then for a one-to-one chat Messages does
+// not know, the participant form.
+func (s *Sender) send(ctx context.Context, chatGUID, address, chatScript string, chatArgs []string, participantScript string, participantArgs []string) error {
+	if err := s.wait(ctx); err != nil {
+		return err
+	}
+	defer s.done()
+	err := s.run(ctx, chatScript, chatArgs)
+	var se *ScriptError
+	if errors.As(err, &se) && se.Code == scriptErrNotFound && isDirectChat(chatGUID) && address != "" && ctx.Err() == nil {
+		err = s.run(ctx, participantScript, participantArgs)
+		if err == nil {
+			return nil
+		}
+		return s.classify(ctx, err, fmt.Sprintf("chat %s, nor participant %s", chatGUID, address))
+	}
+	return s.classify(ctx, err, "chat "+chatGUID)
+}
+
+// wait takes the sender's turn, or gives up when ctx ends.
+func (s *Sender) wait(ctx context.Context) error {
+	s.queued.Add(1)
+	defer s.queued.Add(-1)
+	select {
+	case s.turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("messages: waiting for an earlier send: %w", ctx.Err())
+	}
+}
+
+func (s *Sender) done() { <-s.turn }
+
+// run runs one script with the sender's hard timeout.
+func (s *Sender) run(ctx context.Context, script string, args []string) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	_, err := s.runner.Run(ctx, script, args)
+	return err
+}
+
+// classify turns a run's error into what the bridge acts on. target names
+// what was addressed, for ErrChatNotFound.
+func (s *Sender) classify(ctx context.Context, err error, target string) error {
+	if err == nil {
+		return nil
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		// The caller gave up: not Messages' fault, and not final.
+		return fmt.Errorf("messages: send abandoned: %w: %w", ctxErr, err)
+	}
+	var se *ScriptError
+	switch {
+	case errors.As(err, &se) && (se.Code == scriptErrNotPermitted || se.Code == scriptErrNeedsUserOK):
+		return bridge.Permanent(fmt.Errorf("%w: %w", ErrAutomationDenied, err))
+	case errors.As(err, &se) && se.Code == scriptErrNotFound:
+		return bridge.Permanent(fmt.Errorf("%w (%s): %w", ErrChatNotFound, target, err))
+	case errors.As(err, &se) && (se.Code == scriptErrTimedOut || strings.Contains(se.Stderr, "timed out")):
+		return fmt.Errorf("%w: %w", ErrTimedOut, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w within %s (is it hung?): %w", ErrTimedOut, s.timeout, err)
+	case errors.Is(err, syscall.E2BIG):
+		return bridge.Permanent(fmt.Errorf("messages: too long to pass to osascript: %w", err))
+	}
+	return fmt.Errorf("messages: send failed: %w", err)
+}
