@@ -346,7 +346,7 @@ func openBridges(ctx context.Context, cfg *config.Config, db *storage.DB, lines 
 		lc := cfg.Lines[i]
 		mb, err := messages.Open(ctx, messages.Config{
 			Line: l.Handle, Service: l.Service, ChatDB: lc.ChatDB, Osascript: lc.Osascript,
-			AttachmentsDir: lc.AttachmentsDir, HelperPort: lc.HelperPort, Cursor: lineCursor{db, l.ID}, Log: log,
+			AttachmentsDir: lc.AttachmentsDir, HelperPort: lc.HelperPort, PollOnly: !*lc.Watch, Cursor: lineCursor{db, l.ID}, Log: log,
 		})
 		if err != nil {
 			closeBridges(bridges)

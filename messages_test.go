@@ -150,7 +150,7 @@ func (h *fakeHelper) next(t *testing.T) map[string]any {
 	return nil
 }
 
-func freeTCPPort(t *testing.T) int {
+func freeTCPPort(t testing.TB) int {
 	port, _ := strconv.Atoi(strings.Split(freePort(t), ":")[1])
 	return port
 }
@@ -296,10 +296,33 @@ func TestMessagesBridge(t *testing.T) {
 	if item := td.waitOutbox(key, obx["id"].(string)); item["status"] != "failed" || !strings.Contains(fmt.Sprint(item["error"]), "error 22") {
 		t.Fatalf("failed send: %v", item)
 	}
+	// A picture goes out as a file staged under the attachments folder,
+	// recognised in chat.db by its name.
+	pic := td.mustUpload(key, []byte("png bytes"), "image/png", "chart.png")
+	obx = td.send(key, map[string]any{"from": macLine, "to": alice, "attachments": []string{pic}})
+	run = mac.nextRun()
+	stagedPic := run.args[2]
+	if content, _ := os.ReadFile(stagedPic); len(run.args) != 4 || run.args[1] != dm.GUID || string(content) != "png bytes" ||
+		filepath.Base(stagedPic) != "chart.png" || !strings.HasPrefix(stagedPic, filepath.Join(mac.home, "Library/Messages/Attachments/blueline")) ||
+		!strings.Contains(run.script, "as POSIX file") {
+		t.Fatalf("file send: %q %q", run.script, run.args)
+	}
+	_, picGUID := mac.db.Insert(chatdbtest.Msg{Chat: dm, Attachments: []chatdbtest.FileSpec{{Path: stagedPic, MimeType: "image/png", TransferName: "chart.png", TotalBytes: 9}}})
+	mac.db.MarkSent(picGUID)
+	if item := td.waitOutbox(key, obx["id"].(string)); item["status"] != "sent" {
+		t.Fatalf("file send: %v", item)
+	}
+	if _, err := os.Stat(stagedPic); !os.IsNotExist(err) {
+		t.Errorf("the staged picture was not cleaned up: %v", err)
+	}
+	if g := rc.waitRequests(11)[10]; g.event() != "message.sent" || g.data()["guid"] != picGUID {
+		t.Errorf("file message.sent: %s", g.raw)
+	}
+
 	// Our own sends were never reported as sent from elsewhere: the next
 	// delivery is a sentinel inserted after them.
 	mac.db.Insert(chatdbtest.Msg{Chat: dm, From: alice, Text: "sentinel"})
-	if g := rc.waitRequests(11); len(g) != 11 || g[10].data()["text"] != "sentinel" {
+	if g := rc.waitRequests(12); len(g) != 12 || g[11].data()["text"] != "sentinel" {
 		t.Fatalf("after our sends: %s", g[len(g)-1].raw)
 	}
 

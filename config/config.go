@@ -63,6 +63,9 @@ type Line struct {
 	Osascript      string `toml:"osascript"`       // the program that runs AppleScript
 	AttachmentsDir string `toml:"attachments_dir"` // where files are staged for Messages to send
 	HelperPort     int    `toml:"helper_port"`     // loopback port the private-API helper connects to; 0: 45670 + uid - 501
+	// Watch is whether to watch chat.db's folder for changes (true, the
+	// default) or only poll it every second.
+	Watch *bool `toml:"watch"`
 }
 
 // Defaults of the Messages bridge's settings.

@@ -126,7 +126,7 @@ func (c *Config) checkLines(k *checker) {
 func checkMessagesLine(k *checker, key string, l *Line, chatDBs map[string]string) {
 	if l.Bridge != "messages" {
 		for name, set := range map[string]bool{"chat_db": l.ChatDB != "", "osascript": l.Osascript != "",
-			"attachments_dir": l.AttachmentsDir != "", "helper_port": l.HelperPort != 0} {
+			"attachments_dir": l.AttachmentsDir != "", "helper_port": l.HelperPort != 0, "watch": l.Watch != nil} {
 			if set {
 				k.failf(key+"."+name, "is a setting of bridge = \"messages\" only")
 			}
@@ -141,6 +141,10 @@ func checkMessagesLine(k *checker, key string, l *Line, chatDBs map[string]strin
 	}
 	if l.AttachmentsDir == "" {
 		l.AttachmentsDir = DefaultAttachmentsDir
+	}
+	if l.Watch == nil {
+		watch := true
+		l.Watch = &watch
 	}
 	if l.HelperPort != 0 && (l.HelperPort < 1024 || l.HelperPort > 65535) {
 		k.failf(key+".helper_port", "must be 0 (the default, 45670 + uid - 501) or from 1024 to 65535, got %d", l.HelperPort)

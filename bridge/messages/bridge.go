@@ -36,6 +36,10 @@ type Config struct {
 	HelperPort     int    // loopback port for the private-API helper; 0: DefaultHelperPort
 	Cursor         Cursor // where the bridge keeps how far it has read chat.db
 
+	// PollOnly turns off watching chat.db's folder: it is then read every
+	// Poll only.
+	PollOnly bool
+
 	// Zero values mean the defaults below.
 	Poll        time.Duration // backstop poll of chat.db: 1 s
 	Debounce    time.Duration // wait after a change notice, to take a burst at once: 25 ms

@@ -42,7 +42,9 @@ func (b *Bridge) Run(ctx context.Context, sink bridge.Sink) error {
 	go w.helperEvents(ctx)
 
 	changed := make(chan struct{}, 1)
-	if fw, err := fsnotify.NewWatcher(); err != nil {
+	if b.cfg.PollOnly {
+		b.log.Info("polling chat.db only", "every", b.cfg.Poll)
+	} else if fw, err := fsnotify.NewWatcher(); err != nil {
 		b.log.Warn("cannot watch the Messages folder; polling only", "err", err)
 	} else {
 		defer fw.Close()

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/blueline-app/blueline/bridge/messages/chatdb/chatdbtest"
+)
+
+// The Messages bridge, measured on the real daemon with a chat.db fixture:
+//
+//	go test -run '^$' -bench Messages -benchtime 50x .
+//
+// BenchmarkMessagesLatency inserts a row into chat.db and times how long it
+// takes to be readable through the API and to reach a local webhook
+// receiver, with the folder watcher and with polling alone.
+// BenchmarkMessagesFirstStart times the first start over 100,000 rows.
+
+func BenchmarkMessagesLatency(b *testing.B) {
+	for _, watch := range []bool{true, false} {
+		b.Run(map[bool]string{true: "watcher", false: "polling"}[watch], func(b *testing.B) {
+			benchLatency(b, watch)
+		})
+	}
+}
+
+func benchLatency(b *testing.B, watch bool) {
+	var mu sync.Mutex
+	arrived := map[string]time.Time{}
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ev struct {
+			Data struct {
+				GUID string `json:"guid"`
+			} `json:"data"`
+		}
+		if json.NewDecoder(r.Body).Decode(&ev) == nil {
+			mu.Lock()
+			arrived[ev.Data.GUID] = time.Now()
+			mu.Unlock()
+		}
+	}))
+	b.Cleanup(srv.Close)
+	home := b.TempDir()
+	b.Setenv("HOME", home)
+	dir := filepath.Join(home, "Library", "Messages")
+	os.MkdirAll(dir, 0o700)
+	fx := chatdbtest.New(b, dir)
+	ca := filepath.Join(b.TempDir(), "ca.pem")
+	writeFile(b, ca, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})))
+	line := fmt.Sprintf("\n[[lines]]\nhandle = %q\nbridge = \"messages\"\nchat_db = %q\nosascript = \"/bin/false\"\nhelper_port = %d\nwatch = %v\n",
+		macLine, fx.Path(), freeTCPPort(b), watch)
+	td := startTestDaemon(b, line+"[limits]\nrequests_per_hour = 0\n[webhooks]\nallow_private_networks = true\nca_file = "+strconv.Quote(ca)+"\n")
+	key := td.key()
+	td.call("POST", "/v1/webhooks", key, map[string]any{"from": macLine, "url": srv.URL + "/h", "events": []string{"message.received"}})
+	chat := fx.DirectChat("imessage", "+15551230001")
+
+	var api, hook []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		start := time.Now()
+		_, guid := fx.Insert(chatdbtest.Msg{Chat: chat, From: "+15551230001", Text: "ping " + strconv.Itoa(i)})
+		waitCount(b, 30*time.Second, func() bool {
+			items := td.call("GET", "/v1/messages?from="+macLine+"&to=%2B15551230001&limit=1", key, nil).data()
+			return len(items) == 1 && items[0]["guid"] == guid
+		})
+		api = append(api, time.Since(start))
+		waitCount(b, 30*time.Second, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			_, ok := arrived[guid]
+			return ok
+		})
+		mu.Lock()
+		hook = append(hook, arrived[guid].Sub(start))
+		mu.Unlock()
+		// Rows arrive at random moments, not in step with the poll.
+		time.Sleep(time.Duration(i%7) * 37 * time.Millisecond)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(median(api).Milliseconds()), "api-p50-ms")
+	b.ReportMetric(float64(median(hook).Milliseconds()), "webhook-p50-ms")
+	b.ReportMetric(float64(pctile(hook, 0.95).Milliseconds()), "webhook-p95-ms")
+}
+
+func median(d []time.Duration) time.Duration { return pctile(d, 0.5) }
+
+func pctile(d []time.Duration, q float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[int(float64(len(s)-1)*q)]
+}
+
+// The first start over a chat.db of 100,000 messages imports them as
+// history, without one webhook event.
+func BenchmarkMessagesFirstStart(b *testing.B) {
+	const rows = 100_000
+	for range b.N {
+		b.StopTimer()
+		var hits int
+		var mu sync.Mutex
+		srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			hits++
+			mu.Unlock()
+		}))
+		home := b.TempDir()
+		b.Setenv("HOME", home)
+		dir := filepath.Join(home, "Library", "Messages")
+		os.MkdirAll(dir, 0o700)
+		fx := chatdbtest.New(b, dir)
+		chats := make([]chatdbtest.ChatRef, 100)
+		for i := range chats {
+			chats[i] = fx.DirectChat("imessage", fmt.Sprintf("+1555300%04d", i))
+		}
+		fx.Batch(func() {
+			for i := range rows {
+				fx.Insert(chatdbtest.Msg{Chat: chats[i%len(chats)], From: chats[i%len(chats)].Identifier, Text: "old message " + strconv.Itoa(i),
+					Date: time.Now().Add(-time.Duration(rows-i) * time.Second)})
+			}
+		})
+		ca := filepath.Join(b.TempDir(), "ca.pem")
+		writeFile(b, ca, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})))
+		// A webhook registered before the line's first start: it must
+		// receive nothing from the import.
+		cfg := fmt.Sprintf("\n[[lines]]\nhandle = %q\nbridge = \"messages\"\nchat_db = %q\nosascript = \"/bin/false\"\nhelper_port = %d\n",
+			macLine, fx.Path(), freeTCPPort(b))
+		b.StartTimer()
+		start := time.Now()
+		td := startTestDaemon(b, cfg+"[limits]\nrequests_per_hour = 0\n[webhooks]\nallow_private_networks = true\nca_file = "+strconv.Quote(ca)+"\n")
+		key := td.key()
+		td.call("POST", "/v1/webhooks", key, map[string]any{"from": macLine, "url": srv.URL + "/h", "events": []string{"message.received"}})
+		waitCount(b, 5*time.Minute, func() bool {
+			total := 0
+			cursor := ""
+			for {
+				r := td.call("GET", "/v1/chats?from="+macLine+"&limit=100"+cursor, key, nil)
+				total += len(r.data())
+				next, _ := r.body["next_cursor"].(string)
+				if next == "" {
+					break
+				}
+				cursor = "&cursor=" + next
+			}
+			if total < len(chats) {
+				return false
+			}
+			last := td.call("GET", fmt.Sprintf("/v1/messages?from=%s&to=%s&limit=1", macLine, "%2B15553000099"), key, nil).data()
+			return len(last) == 1 && last[0]["text"] == "old message "+strconv.Itoa(rows-1)
+		})
+		b.ReportMetric(time.Since(start).Seconds(), "s-to-import")
+		b.StopTimer()
+		// Nothing new happened: a fresh row is the first webhook event.
+		_, guid := fx.Insert(chatdbtest.Msg{Chat: chats[0], From: chats[0].Identifier, Text: "new"})
+		waitCount(b, 30*time.Second, func() bool {
+			items := td.call("GET", "/v1/messages?from="+macLine+"&to=%2B15553000000&limit=1", key, nil).data()
+			return len(items) == 1 && items[0]["guid"] == guid
+		})
+		waitCount(b, 30*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return hits >= 1 })
+		mu.Lock()
+		if hits != 1 {
+			b.Errorf("the import sent %d webhook events", hits-1)
+		}
+		mu.Unlock()
+		td.stop()
+		srv.Close()
+	}
+}
