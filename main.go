@@ -484,12 +484,8 @@ func cmdKeys(ctx context.Context, args []string, stdout io.Writer) error {
 		if err := parseNoArgs(fs, args[1:]); err != nil {
 			return err
 		}
-		c, err := adminClient(*cfgPath)
-		if err != nil {
-			return err
-		}
 		var keys struct{ Data []server.KeyInfo }
-		if err := c.Do(ctx, http.MethodGet, "/keys", nil, &keys); err != nil {
+		if err := adminGet(ctx, *cfgPath, "/keys", &keys); err != nil {
 			return err
 		}
 		for _, k := range keys.Data {
@@ -506,6 +502,15 @@ func cmdKeys(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("%w: unknown keys command %q", errUsage, args[0])
 	}
 	return nil
+}
+
+// adminGet decodes the answer to an admin GET into out.
+func adminGet(ctx context.Context, cfgPath, path string, out any) error {
+	c, err := adminClient(cfgPath)
+	if err != nil {
+		return err
+	}
+	return c.Do(ctx, http.MethodGet, path, nil, out)
 }
 
 // adminPostID posts {"id": ID} to an admin path, ID being the command's one
@@ -651,12 +656,8 @@ func cmdWebhooks(ctx context.Context, args []string, stdout io.Writer) error {
 		if err := parseNoArgs(fs, args[1:]); err != nil {
 			return err
 		}
-		c, err := adminClient(*cfgPath)
-		if err != nil {
-			return err
-		}
 		var hooks struct{ Data []server.WebhookInfo }
-		if err := c.Do(ctx, http.MethodGet, "/webhooks", nil, &hooks); err != nil {
+		if err := adminGet(ctx, *cfgPath, "/webhooks", &hooks); err != nil {
 			return err
 		}
 		for _, h := range hooks.Data {
@@ -675,19 +676,14 @@ func cmdWebhooks(ctx context.Context, args []string, stdout io.Writer) error {
 		if err := parseNoArgs(fs, args[1:]); err != nil {
 			return err
 		}
-		c, err := adminClient(*cfgPath)
-		if err != nil {
-			return err
-		}
 		q := url.Values{"limit": {fmt.Sprint(*limit)}}
-		if *webhookID != "" {
-			q.Set("webhook", *webhookID)
-		}
-		if *deliveryID != "" {
-			q.Set("delivery", *deliveryID)
+		for name, v := range map[string]string{"webhook": *webhookID, "delivery": *deliveryID} {
+			if v != "" {
+				q.Set(name, v)
+			}
 		}
 		var attempts struct{ Data []storage.Attempt }
-		if err := c.Do(ctx, http.MethodGet, "/webhooks/attempts?"+q.Encode(), nil, &attempts); err != nil {
+		if err := adminGet(ctx, *cfgPath, "/webhooks/attempts?"+q.Encode(), &attempts); err != nil {
 			return err
 		}
 		for _, a := range attempts.Data {

@@ -108,24 +108,11 @@ type filesReport struct {
 
 // runFiles is the -files mode: one big file up and down through a real
 // daemon, against cp on the same disk.
-func runFiles(ctx context.Context, o options) (err error) {
-	root, err := repoRoot()
-	if err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp("", "blueline-bench-")
-	if err != nil {
-		return fmt.Errorf("temporary folder: %w", err)
-	}
-	defer func() {
-		if o.keep {
-			slog.Info("kept the temporary folder", "dir", tmp)
-			return
-		}
-		if rmErr := os.RemoveAll(tmp); rmErr != nil {
-			err = errors.Join(err, fmt.Errorf("remove %s: %w", tmp, rmErr))
-		}
-	}()
+func runFiles(ctx context.Context, o options) error {
+	return inTempDir(o, func(root, tmp string) error { return filesIn(ctx, o, root, tmp) })
+}
+
+func filesIn(ctx context.Context, o options, root, tmp string) (err error) {
 	r := &filesReport{size: o.files, rssAfterStart: rss{-1, -1}}
 	for _, t := range []*transfer{&r.up, &r.down} {
 		t.base, t.peak, t.daemonCPU = rss{-1, -1}, rss{-1, -1}, -1

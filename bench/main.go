@@ -105,7 +105,9 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-func run(ctx context.Context, o options) (err error) {
+// inTempDir runs fn with the repository root and a new temporary folder,
+// removed afterwards unless -keep.
+func inTempDir(o options, fn func(root, tmp string) error) (err error) {
 	root, err := repoRoot()
 	if err != nil {
 		return err
@@ -123,6 +125,14 @@ func run(ctx context.Context, o options) (err error) {
 			err = errors.Join(err, fmt.Errorf("remove %s: %w", tmp, rmErr))
 		}
 	}()
+	return fn(root, tmp)
+}
+
+func run(ctx context.Context, o options) error {
+	return inTempDir(o, func(root, tmp string) error { return runMessages(ctx, o, root, tmp) })
+}
+
+func runMessages(ctx context.Context, o options, root, tmp string) (err error) {
 	// Figures stay "unknown" (-1) if the run fails before taking them.
 	r := &report{opts: o, rssAfterStart: rss{-1, -1}, rssAfterLoad: rss{-1, -1}, dbAfterSeed: -1, dbAfterLoad: -1}
 
