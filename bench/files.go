@@ -471,7 +471,10 @@ func (c *fileClient) fetch(ctx context.Context, location string, size int64, w i
 		body, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
 		return 0, fmt.Errorf("GET the signed URL: %s: %.500s", res.Status, body)
 	}
-	n, err := io.CopyBuffer(w, res.Body, make([]byte, copyBuffer))
+	// Hiding the file's ReadFrom makes CopyBuffer use our 1 MiB buffer:
+	// *os.File.ReadFrom would fall back to 32 KiB writes for a response
+	// body, and on this VM each system call is dear.
+	n, err := io.CopyBuffer(struct{ io.Writer }{w}, res.Body, make([]byte, copyBuffer))
 	if err == nil && n != size {
 		err = fmt.Errorf("%d bytes, want %d", n, size)
 	}
