@@ -95,6 +95,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdSandbox(ctx, rest, stdout)
 	case "webhooks":
 		err = cmdWebhooks(ctx, rest, stdout)
+	case "backup":
+		err = cmdBackup(ctx, rest, stdout)
+	case "restore":
+		err = cmdRestore(ctx, rest, stdout)
+	case "install", "uninstall", "start", "stop", "restart", "status":
+		err = cmdService(ctx, cmd, rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "blueline %s (commit %s, built %s)\n", version, commit, date)
 	case "help", "-h", "--help":
