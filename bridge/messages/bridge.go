@@ -137,9 +137,6 @@ func (b *Bridge) Close() error {
 // while the private-API helper is connected.
 func (b *Bridge) Advanced() bool { return b.helper.Connected() }
 
-// HelperAddr is where the private-API helper connects.
-func (b *Bridge) HelperAddr() string { return b.helper.Addr().String() }
-
 func expandHome(p string) (string, error) {
 	if p != "~" && !strings.HasPrefix(p, "~/") {
 		return p, nil
