@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -35,6 +36,7 @@ import (
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/delivery"
 	"github.com/blueline-app/blueline/files"
+	"github.com/blueline-app/blueline/metrics"
 	"github.com/blueline-app/blueline/server"
 	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/webhook"
@@ -69,6 +71,10 @@ Usage:
   blueline webhooks list [--config FILE]
   blueline webhooks deliveries [--config FILE] [--webhook wh_…] [--delivery dlv_…] [--limit N]
   blueline webhooks redeliver [--config FILE] DELIVERY_ID
+  blueline backup  [--config FILE] [--force] FILE   hot copy of the running daemon's database
+  blueline restore [--config FILE] FILE             put a backup in place (daemon stopped)
+  blueline install --config FILE [--user NAME]      install the system service
+  blueline uninstall | start | stop | restart | status
   blueline version
 
 Without --config, the embedded default is used: 127.0.0.1:8080, data in ./blueline-data,
@@ -163,7 +169,15 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
-	cfg, err := loadConfig(*cfgPath)
+	// The same program the system service runs (cmd_service.go).
+	return runProgram(ctx, newProgram(*cfgPath, stderr))
+}
+
+// serve runs the daemon until ctx is done, then shuts it down within 10
+// seconds: requests in flight finish, the workers stop, bbolt is closed. It is
+// the one code path of `serve` in a terminal and of the system service.
+func serve(ctx context.Context, cfgPath string, stderr io.Writer) error {
+	cfg, err := loadConfig(cfgPath)
 	if err != nil {
 		return err
 	}
@@ -174,8 +188,8 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if keys, err := d.db.Keys(ctx); err == nil && len(keys) == 0 {
 		flagCfg := ""
-		if *cfgPath != "" {
-			flagCfg = " --config " + *cfgPath
+		if cfgPath != "" {
+			flagCfg = " --config " + cfgPath
 		}
 		fmt.Fprintf(stderr, "\nNo API key exists yet. In another terminal, create one:\n\n  blueline keys create%s --label my-app --owner you@example.com\n\n", flagCfg)
 	}
@@ -208,6 +222,7 @@ type daemon struct {
 	receiver *delivery.Receiver
 	api      *http.Server
 	apiAddr  net.Addr
+	tls      *server.TLS // serves api over HTTPS, when [tls] is on
 	admin    *http.Server
 	stop     context.CancelFunc
 	finished chan struct{} // closed when the delivery worker and the bridges have stopped
@@ -238,13 +253,17 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *
 		}
 	}()
 
-	apiLn, err := net.Listen("tcp", cfg.Server.Listen)
+	apiLn, err := listenAPI(cfg, log)
 	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", cfg.Server.Listen, err)
+		return nil, err
 	}
 	// The public URL derives from the address really bound (port 0 picks one).
 	bound := *cfg
-	bound.Server.Listen = apiLn.Addr().String()
+	if apiLn.tls != nil {
+		bound.TLS.HTTPSListen = apiLn.Addr().String()
+	} else {
+		bound.Server.Listen = apiLn.Addr().String()
+	}
 	store, err := files.Open(ctx, filepath.Join(cfg.DataDir(), "files"), db, files.Options{
 		MaxUploadBytes: cfg.Files.MaxUploadBytes, URLTTL: cfg.Files.URLTTL.Duration, BaseURL: bound.PublicBaseURL(),
 	})
@@ -259,6 +278,31 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *
 		apiLn.Close()
 		return nil, err
 	}
+	// Readiness: the workers and each bridge run until their Run returns.
+	mtr := metrics.New(db, log)
+	var deliveryUp, webhooksUp atomic.Bool
+	bridgeUp := map[bridge.Bridge]*atomic.Bool{}
+	for _, b := range distinct(bridges) {
+		bridgeUp[b] = new(atomic.Bool)
+	}
+	ready := func(context.Context) []server.Check {
+		checks := []server.Check{
+			{Name: "delivery", OK: deliveryUp.Load(), Reason: "the delivery worker stopped (see the log)"},
+			{Name: "webhooks", OK: webhooksUp.Load(), Reason: "the webhook dispatcher stopped (see the log)"},
+		}
+		for _, l := range lines {
+			up := bridgeUp[bridges[l.ID]]
+			c := server.Check{Name: "line " + l.Handle, OK: up != nil && up.Load(), Reason: "its " + l.Bridge + " bridge stopped (see the log)"}
+			if a, ok := bridges[l.ID].(interface{ Advanced() bool }); ok {
+				c.Info = "advanced features: helper not connected"
+				if a.Advanced() {
+					c.Info = "advanced features: helper connected"
+				}
+			}
+			checks = append(checks, c)
+		}
+		return checks
+	}
 	srv := server.New(db, receiver, store, server.Options{
 		RequestsPerHour: cfg.Limits.RequestsPerHour,
 		MaxBodyBytes:    cfg.Limits.MaxBodyBytes,
@@ -266,6 +310,8 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *
 		SandboxQuota:    cfg.Sandbox.DailyQuota,
 		WebhookPolicy:   policy,
 		Advanced:        advanced(bridges),
+		Ready:           ready,
+		Metrics:         mtr,
 	}, log)
 	adminLn, err := server.ListenAdmin(cfg.DataDir())
 	if err != nil {
@@ -273,15 +319,21 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *
 		return nil, err
 	}
 	d := &daemon{
-		cfg: cfg, log: log, db: db, sim: network, bridges: bridges, files: store, receiver: receiver, apiAddr: apiLn.Addr(),
+		cfg: cfg, log: log, db: db, sim: network, bridges: bridges, files: store, receiver: receiver, apiAddr: apiLn.Addr(), tls: apiLn.tls,
 		api:      &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
 		admin:    &http.Server{Handler: srv.AdminHandler(), ReadHeaderTimeout: 10 * time.Second},
 		finished: make(chan struct{}),
 	}
 	workerCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	d.stop = stop
+	// Shutting down ends admin requests still streaming (a backup) instead
+	// of waiting for them.
+	adminCtx, endAdmin := context.WithCancel(context.WithoutCancel(ctx))
+	d.admin.BaseContext = func(net.Listener) context.Context { return adminCtx }
+	d.admin.RegisterOnShutdown(endAdmin)
 	worker := delivery.NewWorker(db, bridges, store, delivery.Options{
 		Workers: cfg.Delivery.Workers, RetryBase: cfg.Delivery.RetryBase.Duration, RetryMax: cfg.Delivery.RetryMax.Duration,
+		Metrics: mtr,
 	}, log)
 	schedule := make([]time.Duration, len(cfg.Webhooks.RetrySchedule))
 	for i, d := range cfg.Webhooks.RetrySchedule {
@@ -290,20 +342,27 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *
 	dispatcher := webhook.New(db, srv, webhook.Options{
 		Schedule: schedule, Timeout: cfg.Webhooks.Timeout.Duration, DisableAfter: cfg.Webhooks.DisableAfter.Duration,
 		Lanes: cfg.Webhooks.Concurrency, Policy: policy, RootCAs: roots, Retention: cfg.Webhooks.Retention.Duration,
+		Metrics: mtr,
 	}, log)
 	var running sync.WaitGroup
+	deliveryUp.Store(true)
 	running.Go(func() {
+		defer deliveryUp.Store(false)
 		if err := worker.Run(workerCtx); err != nil {
 			log.Error("delivery worker stopped", "err", err)
 		}
 	})
+	webhooksUp.Store(true)
 	running.Go(func() {
+		defer webhooksUp.Store(false)
 		if err := dispatcher.Run(workerCtx); err != nil {
 			log.Error("webhook dispatcher stopped", "err", err)
 		}
 	})
 	for _, b := range distinct(bridges) {
+		bridgeUp[b].Store(true)
 		running.Go(func() {
+			defer bridgeUp[b].Store(false)
 			if err := b.Run(workerCtx, receiver); err != nil {
 				log.Error("bridge stopped", "err", err)
 			}
@@ -313,7 +372,7 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *
 		running.Wait()
 		close(d.finished)
 	}()
-	go serveUntilClosed(d.api, apiLn, log)
+	apiLn.serve(d.api, log)
 	go serveUntilClosed(d.admin, adminLn, log)
 	log.Info("blueline serving", "version", version, "listen", d.apiAddr.String(), "data", cfg.DataDir(),
 		"admin_socket", server.AdminSocketPath(cfg.DataDir()), "lines", len(lines))
@@ -408,6 +467,71 @@ func distinct(bridges map[string]bridge.Bridge) []bridge.Bridge {
 	return out
 }
 
+// apiListener is where the API is served: plain HTTP on [server] listen, or
+// HTTPS with certificates from an ACME CA when [tls] lists domains.
+type apiListener struct {
+	plain net.Listener
+	tls   *server.TLS
+}
+
+func listenAPI(cfg *config.Config, log *slog.Logger) (apiListener, error) {
+	if !cfg.TLS.Enabled() {
+		ln, err := net.Listen("tcp", cfg.Server.Listen)
+		if err != nil {
+			return apiListener{}, fmt.Errorf("listen on %s: %w", cfg.Server.Listen, err)
+		}
+		return apiListener{plain: ln}, nil
+	}
+	t := cfg.TLS
+	var roots *x509.CertPool
+	if t.TrustedRoots != "" {
+		pem, err := os.ReadFile(t.TrustedRoots)
+		if err != nil {
+			return apiListener{}, fmt.Errorf("config %s: tls.trusted_roots: %w", cfgName(cfg), err)
+		}
+		if roots, err = x509.SystemCertPool(); err != nil {
+			roots = x509.NewCertPool()
+		}
+		if !roots.AppendCertsFromPEM(pem) {
+			return apiListener{}, fmt.Errorf("config %s: tls.trusted_roots: %s holds no PEM certificate", cfgName(cfg), t.TrustedRoots)
+		}
+	}
+	s, err := server.ListenTLS(server.TLSOptions{
+		Domains: t.Domains, Email: t.Email, CA: t.DirectoryURL(), TrustedRoots: roots,
+		HTTPListen: t.HTTPListen, HTTPSListen: t.HTTPSListen, StorageDir: filepath.Join(cfg.DataDir(), "certmagic"),
+		RenewCheckInterval: t.RenewCheck.Duration,
+	}, log)
+	if err != nil {
+		return apiListener{}, err
+	}
+	return apiListener{tls: s}, nil
+}
+
+// Addr is the API's address: HTTPS when TLS is on.
+func (l apiListener) Addr() net.Addr {
+	if l.tls != nil {
+		return l.tls.Addr()
+	}
+	return l.plain.Addr()
+}
+
+// Close releases the listeners of an API that will not be served.
+func (l apiListener) Close() error {
+	if l.tls != nil {
+		return l.tls.Close()
+	}
+	return l.plain.Close()
+}
+
+// serve starts serving api, and with TLS obtaining its certificates.
+func (l apiListener) serve(api *http.Server, log *slog.Logger) {
+	if l.tls == nil {
+		go serveUntilClosed(api, l.plain, log)
+		return
+	}
+	l.tls.Serve(api)
+}
+
 func serveUntilClosed(s *http.Server, l net.Listener, log *slog.Logger) {
 	if err := s.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		log.Error("listener stopped", "addr", l.Addr().String(), "err", err)
@@ -438,7 +562,12 @@ func cfgName(cfg *config.Config) string {
 // Shutdown stops accepting requests, lets those in flight finish, stops the
 // delivery worker and closes the database.
 func (d *daemon) Shutdown(ctx context.Context) error {
-	err := d.api.Shutdown(ctx)
+	var err error
+	if d.tls != nil {
+		err = d.tls.Shutdown(ctx) // the API, the HTTP server and certificate management
+	} else {
+		err = d.api.Shutdown(ctx)
+	}
 	d.admin.Shutdown(ctx)
 	d.stop()
 	select {

@@ -31,6 +31,7 @@ type Config struct {
 	Delivery Delivery `toml:"delivery"`
 	Sim      Sim      `toml:"sim"`
 	Log      Log      `toml:"log"`
+	TLS      TLS      `toml:"tls"`
 }
 
 // Server is where the HTTP API listens and how it is reached from outside.
@@ -40,6 +41,51 @@ type Server struct {
 	// PublicURL is the base URL clients use (behind a reverse proxy it
 	// differs from Listen); "" means PublicBaseURL derives it from Listen.
 	PublicURL string `toml:"public_url"`
+}
+
+// TLS serves the API over HTTPS with certificates obtained and renewed
+// automatically from an ACME certificate authority (Let's Encrypt by
+// default). With no domains it is off and the API is plain HTTP on
+// Server.Listen.
+type TLS struct {
+	// Domains are the names certificates are obtained for, already checked
+	// and lower-cased; the first one makes the default public URL.
+	Domains []string `toml:"domains"`
+	Email   string   `toml:"email"` // the ACME account's contact, optional
+	// CA is "production", "staging" or the https:// directory URL of
+	// another ACME CA; DirectoryURL resolves it.
+	CA          string `toml:"ca"`
+	HTTPListen  string `toml:"http_listen"`  // HTTP-01 challenges, and redirects to HTTPS
+	HTTPSListen string `toml:"https_listen"` // the API over HTTPS
+	// TrustedRoots is a PEM file of roots to trust, besides the system's,
+	// for the ACME CA's own HTTPS (a private CA); "" for none.
+	TrustedRoots string `toml:"trusted_roots"`
+
+	// RenewCheck is not a setting: how often certificates are checked for
+	// renewal. Zero takes certmagic's default, 10 minutes; tests shorten it
+	// to watch a renewal happen.
+	RenewCheck Duration `toml:"-"`
+}
+
+// Enabled reports whether the API is served over HTTPS.
+func (t TLS) Enabled() bool { return len(t.Domains) > 0 }
+
+// ACME directories of Let's Encrypt, which ca = "production" and "staging"
+// name.
+const (
+	LetsEncryptProduction = "https://acme-v02.api.letsencrypt.org/directory"
+	LetsEncryptStaging    = "https://acme-staging-v02.api.letsencrypt.org/directory"
+)
+
+// DirectoryURL returns the ACME directory URL that CA names.
+func (t TLS) DirectoryURL() string {
+	switch t.CA {
+	case "", "production":
+		return LetsEncryptProduction
+	case "staging":
+		return LetsEncryptStaging
+	}
+	return t.CA
 }
 
 // Storage is where the daemon keeps its database and files.
@@ -237,6 +283,7 @@ func defaults() *Config {
 			RetryMax:    Duration{5 * time.Minute},
 		},
 		Log: Log{Level: "info", Format: "text"},
+		TLS: TLS{CA: "production", HTTPListen: ":80", HTTPSListen: ":443"},
 	}
 }
 
@@ -251,12 +298,21 @@ func (c *Config) DataDir() string {
 }
 
 // PublicBaseURL returns the URL clients reach the API at, without a trailing
-// slash: public_url when set, else one built from listen. A wildcard listen
-// host is not an address anyone can connect to, so 127.0.0.1 stands in for it.
-// With port 0 the real port is only known once the daemon listens.
+// slash: public_url when set; else, with TLS, "https://" and the first
+// domain (with https_listen's port unless it is 443); else one built from
+// listen. A wildcard listen host is not an address anyone can connect to,
+// so 127.0.0.1 stands in for it. With port 0 the real port is only known
+// once the daemon listens.
 func (c *Config) PublicBaseURL() string {
 	if c.Server.PublicURL != "" {
 		return strings.TrimRight(c.Server.PublicURL, "/")
+	}
+	if c.TLS.Enabled() {
+		host := c.TLS.Domains[0]
+		if _, port, err := net.SplitHostPort(c.TLS.HTTPSListen); err == nil && port != "443" {
+			host = net.JoinHostPort(host, port)
+		}
+		return "https://" + host
 	}
 	host, port, err := net.SplitHostPort(c.Server.Listen)
 	if err != nil {

@@ -1,8 +1,15 @@
 package config_test
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"io/fs"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,6 +68,11 @@ func TestDefault(t *testing.T) {
 		{"Sim.Latency", c.Sim.Latency.Duration, time.Duration(0)},
 		{"Log.Level", c.Log.Level, "info"},
 		{"Log.Format", c.Log.Format, "text"},
+		{"TLS.Enabled", c.TLS.Enabled(), false},
+		{"TLS.CA", c.TLS.CA, "production"},
+		{"TLS.DirectoryURL", c.TLS.DirectoryURL(), config.LetsEncryptProduction},
+		{"TLS.HTTPListen", c.TLS.HTTPListen, ":80"},
+		{"TLS.HTTPSListen", c.TLS.HTTPSListen, ":443"},
 	}
 	for _, ch := range checks {
 		if ch.got != ch.want {
@@ -130,6 +142,9 @@ func TestExampleFileUncommented(t *testing.T) {
 	c := mustLoad(t, doc)
 	if c.Sandbox.Label != "Sandbox" || c.Log.Format != "text" || c.Limits.MaxBodyBytes != 1<<20 {
 		t.Errorf("uncommented defaults differ: %+v %+v %+v", c.Sandbox, c.Log, c.Limits)
+	}
+	if c.TLS.Enabled() || c.TLS.CA != "production" || c.TLS.HTTPListen != ":80" || c.TLS.HTTPSListen != ":443" {
+		t.Errorf("uncommented [tls] defaults differ: %+v", c.TLS)
 	}
 }
 
@@ -296,6 +311,63 @@ func TestLoadErrors(t *testing.T) {
 			want: []string{"storage.dir: must not be empty"},
 		},
 		{
+			name: "tls wildcard domain",
+			doc:  "[tls]\ndomains = [\"*.example.com\"]\n" + oneLine,
+			want: []string{`tls.domains[0]: "*.example.com" is a wildcard: wildcard certificates need the DNS-01 challenge`},
+		},
+		{
+			name: "tls domains not domain names",
+			doc: "[tls]\ndomains = [\"\", \"192.0.2.1\", \"https://example.com\", \"bad_name.example.com\", \"example.com.\", \"-x.example.com\"]\n" +
+				oneLine,
+			want: []string{
+				`tls.domains[0]: must not be empty`,
+				`tls.domains[1]: "192.0.2.1" is an IP address`,
+				`tls.domains[2]: "https://example.com" must be a domain name alone, without scheme, port or path`,
+				`tls.domains[3]: "bad_name.example.com" is not a domain name`,
+				`tls.domains[4]: "example.com." is not a domain name`,
+				`tls.domains[5]: "-x.example.com" is not a domain name`,
+			},
+		},
+		{
+			name: "tls duplicate domain after lower-casing",
+			doc:  "[tls]\ndomains = [\"api.example.com\", \"API.Example.com\"]\n" + oneLine,
+			want: []string{`tls.domains[1]: "api.example.com" is already listed as tls.domains[0]`},
+		},
+		{
+			name: "tls domains not an array",
+			doc:  "[tls]\ndomains = \"example.com\"\n" + oneLine,
+			want: []string{":2: tls.domains: must be an array of strings, got a TOML string"},
+		},
+		{
+			name: "tls bad email, ca and listens",
+			doc: "[tls]\ndomains = [\"example.com\"]\nemail = \"admin\"\nca = \"http://ca.internal/dir\"\n" +
+				"http_listen = \"80\"\nhttps_listen = \":99999\"\n" + oneLine,
+			want: []string{
+				`tls.email: must be an e-mail address such as "admin@example.com", got "admin"`,
+				`tls.ca: must be "production", "staging" or the https:// directory URL of an ACME CA, got "http://ca.internal/dir"`,
+				`tls.http_listen: must be host:port such as "0.0.0.0:80" or ":80", got "80"`,
+				`tls.https_listen: port must be a number from 0 to 65535, got "99999"`,
+			},
+		},
+		{
+			name: "tls same address twice",
+			doc:  "[tls]\ndomains = [\"example.com\"]\nhttp_listen = \":8443\"\nhttps_listen = \":8443\"\n" + oneLine,
+			want: []string{`tls.https_listen: must differ from tls.http_listen, got ":8443" for both`},
+		},
+		{
+			name: "tls trusted roots missing",
+			doc:  "[tls]\ndomains = [\"example.com\"]\ntrusted_roots = \"/nonexistent/roots.pem\"\n" + oneLine,
+			want: []string{`tls.trusted_roots: open /nonexistent/roots.pem: no such file or directory`},
+		},
+		{
+			name: "tls settings without domains",
+			doc:  "[tls]\nemail = \"admin@example.com\"\nca = \"staging\"\n" + oneLine,
+			want: []string{
+				"tls.email: is set but tls.domains is empty, so TLS is off: list the domains to serve",
+				"tls.ca: is set but tls.domains is empty",
+			},
+		},
+		{
 			name: "log level and format",
 			doc:  "[log]\nlevel = \"verbose\"\nformat = \"xml\"\n" + oneLine,
 			want: []string{
@@ -396,29 +468,89 @@ func TestHandlesNormalised(t *testing.T) {
 	}
 }
 
+func TestTLS(t *testing.T) {
+	roots := writeFile(t, "roots.pem", selfSignedPEM(t))
+	c := mustLoad(t, "[tls]\ndomains = [\" Blueline.Example.COM \", \"api.example.com\"]\nemail = \"ops@example.com\"\n"+
+		"ca = \"https://ca.internal:14000/dir\"\nhttp_listen = \"127.0.0.1:8080\"\nhttps_listen = \"127.0.0.1:8443\"\n"+
+		"trusted_roots = \""+roots+"\"\n"+oneLine)
+	if !c.TLS.Enabled() || len(c.TLS.Domains) != 2 || c.TLS.Domains[0] != "blueline.example.com" || c.TLS.Domains[1] != "api.example.com" {
+		t.Errorf("TLS = %+v, want on with the domains lower-cased", c.TLS)
+	}
+	if got := c.TLS.DirectoryURL(); got != "https://ca.internal:14000/dir" {
+		t.Errorf("DirectoryURL() = %q", got)
+	}
+	for ca, want := range map[string]string{"production": config.LetsEncryptProduction, "staging": config.LetsEncryptStaging} {
+		c := mustLoad(t, "[tls]\ndomains = [\"example.com\"]\nca = \""+ca+"\"\n"+oneLine)
+		if got := c.TLS.DirectoryURL(); got != want {
+			t.Errorf("ca = %q: DirectoryURL() = %q, want %q", ca, got, want)
+		}
+	}
+
+	notPEM := writeFile(t, "empty.pem", []byte("not a certificate\n"))
+	_, err := config.Load(writeConfig(t, "[tls]\ndomains = [\"example.com\"]\ntrusted_roots = \""+notPEM+"\"\n"+oneLine))
+	if want := "tls.trusted_roots: " + notPEM + " holds no PEM certificate"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("trusted_roots without a certificate: err = %v, want %q", err, want)
+	}
+}
+
+// writeFile puts data in a fresh file named name and returns its path.
+func writeFile(t *testing.T, name string, data []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// selfSignedPEM is a new self-signed CA certificate, PEM-encoded.
+func selfSignedPEM(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test root"},
+		NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
 func TestPublicBaseURL(t *testing.T) {
 	tests := []struct {
-		listen, publicURL, want string
+		listen, publicURL, tls, want string
 	}{
-		{"127.0.0.1:8080", "", "http://127.0.0.1:8080"},
-		{":9000", "", "http://127.0.0.1:9000"},
-		{"0.0.0.0:80", "", "http://127.0.0.1:80"},
-		{"[::]:8080", "", "http://127.0.0.1:8080"},
-		{"[::1]:8080", "", "http://[::1]:8080"},
-		{"localhost:8080", "", "http://localhost:8080"},
-		{"0.0.0.0:8080", "https://blueline.example.com/", "https://blueline.example.com"},
-		{"127.0.0.1:8080", "https://example.com/blueline/", "https://example.com/blueline"},
-		{"127.0.0.1:8080", "http://10.0.0.5:8080", "http://10.0.0.5:8080"},
+		{"127.0.0.1:8080", "", "", "http://127.0.0.1:8080"},
+		{":9000", "", "", "http://127.0.0.1:9000"},
+		{"0.0.0.0:80", "", "", "http://127.0.0.1:80"},
+		{"[::]:8080", "", "", "http://127.0.0.1:8080"},
+		{"[::1]:8080", "", "", "http://[::1]:8080"},
+		{"localhost:8080", "", "", "http://localhost:8080"},
+		{"0.0.0.0:8080", "https://blueline.example.com/", "", "https://blueline.example.com"},
+		{"127.0.0.1:8080", "https://example.com/blueline/", "", "https://example.com/blueline"},
+		{"127.0.0.1:8080", "http://10.0.0.5:8080", "", "http://10.0.0.5:8080"},
+		// With TLS: the first domain, with https_listen's port unless 443;
+		// listen plays no part, and public_url still wins.
+		{"127.0.0.1:8080", "", `domains = ["Blueline.example.com", "b.example.com"]`, "https://blueline.example.com"},
+		{"127.0.0.1:8080", "", `domains = ["blueline.example.com"]` + "\nhttps_listen = \"0.0.0.0:443\"", "https://blueline.example.com"},
+		{"127.0.0.1:8080", "", `domains = ["blueline.example.com"]` + "\nhttps_listen = \":8443\"", "https://blueline.example.com:8443"},
+		{"127.0.0.1:8080", "https://example.com/blueline", `domains = ["blueline.example.com"]`, "https://example.com/blueline"},
 	}
 	for _, tt := range tests {
-		doc := "[server]\nlisten = \"" + tt.listen + "\"\npublic_url = \"" + tt.publicURL + "\"\n" + oneLine
+		doc := "[server]\nlisten = \"" + tt.listen + "\"\npublic_url = \"" + tt.publicURL + "\"\n[tls]\n" + tt.tls + "\n" + oneLine
 		c, err := config.Parse("test", []byte(doc))
 		if err != nil {
-			t.Errorf("listen %q public_url %q: %v", tt.listen, tt.publicURL, err)
+			t.Errorf("listen %q public_url %q tls %q: %v", tt.listen, tt.publicURL, tt.tls, err)
 			continue
 		}
 		if got := c.PublicBaseURL(); got != tt.want {
-			t.Errorf("listen %q public_url %q: PublicBaseURL() = %q, want %q", tt.listen, tt.publicURL, got, tt.want)
+			t.Errorf("listen %q public_url %q tls %q: PublicBaseURL() = %q, want %q", tt.listen, tt.publicURL, tt.tls, got, tt.want)
 		}
 	}
 }

@@ -131,6 +131,12 @@ func expected(key []string) string {
 	case reflect.Struct:
 		return "a table"
 	case reflect.Slice:
+		switch e := t.Elem(); {
+		case e == reflect.TypeFor[Duration]():
+			return `an array of duration strings such as ["5s"]`
+		case e.Kind() == reflect.String:
+			return "an array of strings"
+		}
 		return "an array of tables"
 	default:
 		return ""

@@ -1,13 +1,16 @@
 package config
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/blueline-app/blueline/handle"
 )
@@ -42,15 +45,12 @@ func (c *Config) check(file string) error {
 	}
 	oneOf(k, "log.level", c.Log.Level, "debug", "info", "warn", "error")
 	oneOf(k, "log.format", c.Log.Format, "text", "json")
+	c.checkTLS(k)
 	return errors.Join(k.errs...)
 }
 
 func (c *Config) checkServer(k *checker) {
-	if _, port, err := net.SplitHostPort(c.Server.Listen); err != nil {
-		k.failf("server.listen", "must be host:port such as \"127.0.0.1:8080\" or \":8080\", got %q", c.Server.Listen)
-	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		k.failf("server.listen", "port must be a number from 0 to 65535, got %q", port)
-	}
+	checkListen(k, "server.listen", c.Server.Listen, "127.0.0.1:8080")
 
 	pub := c.Server.PublicURL
 	if pub == "" {
@@ -68,6 +68,107 @@ func (c *Config) checkServer(k *checker) {
 		return
 	}
 	c.Server.PublicURL = strings.TrimRight(pub, "/")
+}
+
+// checkListen reports addr unless it is host:port with a valid port;
+// example is shown in the message.
+func checkListen(k *checker, key, addr, example string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		_, p, _ := net.SplitHostPort(example)
+		k.failf(key, "must be host:port such as %q or %q, got %q", example, ":"+p, addr)
+		return false
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		k.failf(key, "port must be a number from 0 to 65535, got %q", port)
+		return false
+	}
+	return true
+}
+
+// checkTLS lower-cases the domains and checks the [tls] table. Without
+// domains TLS is off, so any other setting changed from its default would
+// silently do nothing: that is refused.
+func (c *Config) checkTLS(k *checker) {
+	t := &c.TLS
+	if !t.Enabled() {
+		changed := []struct {
+			name string
+			set  bool
+		}{
+			{"email", t.Email != ""}, {"ca", t.CA != "production"}, {"http_listen", t.HTTPListen != ":80"},
+			{"https_listen", t.HTTPSListen != ":443"}, {"trusted_roots", t.TrustedRoots != ""},
+		}
+		for _, s := range changed {
+			if s.set {
+				k.failf("tls."+s.name, "is set but tls.domains is empty, so TLS is off: list the domains to serve")
+			}
+		}
+		return
+	}
+	seen := map[string]int{}
+	for i := range t.Domains {
+		key := fmt.Sprintf("tls.domains[%d]", i)
+		d := strings.ToLower(strings.TrimSpace(t.Domains[i]))
+		t.Domains[i] = d
+		if err := checkDomain(d); err != nil {
+			k.fail(key, err)
+			continue
+		}
+		if first, ok := seen[d]; ok {
+			k.failf(key, "%q is already listed as tls.domains[%d]", d, first)
+			continue
+		}
+		seen[d] = i
+	}
+	if e := t.Email; e != "" {
+		local, host, ok := strings.Cut(e, "@")
+		if !ok || local == "" || host == "" || strings.Contains(host, "@") || strings.ContainsFunc(e, unicode.IsSpace) {
+			k.failf("tls.email", "must be an e-mail address such as \"admin@example.com\", got %q", e)
+		}
+	}
+	if t.CA != "production" && t.CA != "staging" {
+		u, err := url.Parse(t.CA)
+		if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil {
+			k.failf("tls.ca", "must be \"production\", \"staging\" or the https:// directory URL of an ACME CA, got %q", t.CA)
+		}
+	}
+	okHTTP := checkListen(k, "tls.http_listen", t.HTTPListen, "0.0.0.0:80")
+	okHTTPS := checkListen(k, "tls.https_listen", t.HTTPSListen, "0.0.0.0:443")
+	if okHTTP && okHTTPS && t.HTTPListen == t.HTTPSListen && !strings.HasSuffix(t.HTTPListen, ":0") {
+		k.failf("tls.https_listen", "must differ from tls.http_listen, got %q for both", t.HTTPSListen)
+	}
+	if t.TrustedRoots != "" {
+		if pem, err := os.ReadFile(t.TrustedRoots); err != nil {
+			k.fail("tls.trusted_roots", err)
+		} else if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+			k.failf("tls.trusted_roots", "%s holds no PEM certificate", t.TrustedRoots)
+		}
+	}
+}
+
+// checkDomain reports why d, lower-cased, cannot have a certificate from an
+// ACME CA answering the HTTP-01 challenge.
+func checkDomain(d string) error {
+	switch {
+	case d == "":
+		return errors.New("must not be empty")
+	case strings.Contains(d, "*"):
+		return fmt.Errorf("%q is a wildcard: wildcard certificates need the DNS-01 challenge, which Blueline does not do; list each name instead", d)
+	case net.ParseIP(strings.Trim(d, "[]")) != nil:
+		return fmt.Errorf("%q is an IP address: certificates are obtained for domain names only", d)
+	case strings.ContainsAny(d, ":/"):
+		return fmt.Errorf("%q must be a domain name alone, without scheme, port or path", d)
+	case len(d) > 253:
+		return fmt.Errorf("%q is longer than 253 characters", d)
+	}
+	for _, label := range strings.Split(d, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' ||
+			strings.ContainsFunc(label, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') }) {
+			return fmt.Errorf("%q is not a domain name: labels of letters, digits and inner hyphens separated by single dots (write an internationalised name in its xn-- form)", d)
+		}
+	}
+	return nil
 }
 
 func (c *Config) checkLines(k *checker) {

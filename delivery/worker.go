@@ -25,6 +25,17 @@ type Options struct {
 	RetryMax  time.Duration // longest delay between attempts
 	// SendTimeout bounds one attempt; a bridge that hangs longer is retried.
 	SendTimeout time.Duration
+	// Metrics counts attempts and times the bridges; nil counts nothing.
+	Metrics Metrics
+}
+
+// Metrics counts what the worker does.
+type Metrics interface {
+	// OutboxSend counts an attempt's outcome: "sent", "retried" or "failed".
+	OutboxSend(outcome string)
+	// BridgeSend records how long a bridge ("sim", "messages") took over
+	// one action.
+	BridgeSend(bridge string, d time.Duration)
 }
 
 // Worker delivers the outbox. Start it with Run.
@@ -190,22 +201,31 @@ func (w *Worker) attempt(runCtx context.Context, item storage.OutboxItem) (stora
 	var err error
 	switch {
 	case sendErr == nil:
+		w.count("sent")
 		return sent, true
 	case runCtx.Err() != nil:
 		log.Info("stopped during a send; the item is retried at the next start")
 		return sent, false
 	case bridge.IsPermanent(sendErr) || item.Attempts >= item.MaxAttempts:
 		log.Warn("outbox item failed", "err", sendErr)
+		w.count("failed")
 		_, err = w.db.MarkFailed(ctx, item.ID, sendErr.Error())
 	default:
 		delay := w.backoff(item.Attempts)
 		log.Info("send failed; will retry", "err", sendErr, "in", delay)
+		w.count("retried")
 		err = w.db.MarkRetry(ctx, item.ID, sendErr.Error(), time.Now().Add(delay).UnixMilli())
 	}
 	if err != nil {
 		log.Error("record delivery outcome", "err", err)
 	}
 	return sent, false
+}
+
+func (w *Worker) count(outcome string) {
+	if w.opts.Metrics != nil {
+		w.opts.Metrics.OutboxSend(outcome)
+	}
 }
 
 // send delivers an item through its line's bridge and returns what to
@@ -232,6 +252,9 @@ func (w *Worker) send(ctx context.Context, item storage.OutboxItem) (storage.Sen
 	sendCtx, cancel := context.WithTimeout(ctx, w.opts.SendTimeout)
 	defer cancel()
 	var sent storage.Sent
+	if w.opts.Metrics != nil {
+		defer func(start time.Time) { w.opts.Metrics.BridgeSend(line.Bridge, time.Since(start)) }(time.Now())
+	}
 	switch item.Kind {
 	case storage.KindMessage:
 		sent, err = w.sendMessage(sendCtx, b, conv, line, chat, item)

@@ -93,10 +93,14 @@ func (s *Server) AdminHandler() http.Handler {
 	r.GET("/webhooks", wrap(s.adminWebhooks))
 	r.GET("/webhooks/attempts", wrap(s.adminAttempts))
 	r.POST("/webhooks/redeliver", wrap(s.adminRedeliver))
+	r.GET("/backup", s.adminBackup)
+	if s.opts.Metrics != nil {
+		r.Handler(http.MethodGet, "/metrics", s.opts.Metrics.Handler())
+	}
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		writeError(w, req, s.log, errNotFound("route_not_found", "", "No admin route %s %s.", req.Method, req.URL.Path))
 	})
-	return s.withRequestID(r)
+	return s.withRequestID(r, nil)
 }
 
 // KeyRequest asks for a new API key.
@@ -538,12 +542,8 @@ func (c *AdminClient) Do(ctx context.Context, method, path string, in, out any) 
 	if err != nil {
 		return err
 	}
-	resp, err := c.http.Do(req)
+	resp, err := c.send(c.http, req)
 	if err != nil {
-		var opErr *net.OpError
-		if errors.As(err, &opErr) && opErr.Op == "dial" {
-			return fmt.Errorf("%w (no answer on %s): start it with `blueline serve`", ErrDaemonNotRunning, c.socket)
-		}
 		return err
 	}
 	defer resp.Body.Close()
@@ -552,14 +552,33 @@ func (c *AdminClient) Do(ctx context.Context, method, path string, in, out any) 
 		return err
 	}
 	if resp.StatusCode >= 300 {
-		var eb errorBody
-		if json.Unmarshal(data, &eb) != nil || eb.Error.Code == "" {
-			return fmt.Errorf("daemon answered %s", resp.Status)
-		}
-		return &Error{Status: resp.StatusCode, Type: eb.Error.Type, Code: eb.Error.Code, Message: eb.Error.Message, Param: eb.Error.Param}
+		return answerError(resp, data)
 	}
 	if out == nil {
 		return nil
 	}
 	return json.Unmarshal(data, out)
+}
+
+// send makes a request, reporting a socket nobody answers on as
+// ErrDaemonNotRunning.
+func (c *AdminClient) send(client *http.Client, req *http.Request) (*http.Response, error) {
+	resp, err := client.Do(req)
+	if err != nil {
+		var opErr *net.OpError
+		if errors.As(err, &opErr) && opErr.Op == "dial" {
+			return nil, fmt.Errorf("%w (no answer on %s): start it with `blueline serve`", ErrDaemonNotRunning, c.socket)
+		}
+		return nil, err
+	}
+	return resp, nil
+}
+
+// answerError is the error an answer in the error shape (data) stands for.
+func answerError(resp *http.Response, data []byte) error {
+	var eb errorBody
+	if json.Unmarshal(data, &eb) != nil || eb.Error.Code == "" {
+		return fmt.Errorf("daemon answered %s", resp.Status)
+	}
+	return &Error{Status: resp.StatusCode, Type: eb.Error.Type, Code: eb.Error.Code, Message: eb.Error.Message, Param: eb.Error.Param}
 }

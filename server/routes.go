@@ -1,9 +1,7 @@
 package server
 
-import "github.com/julienschmidt/httprouter"
-
 // routes is the one place where the API's routes are wired.
-func (s *Server) routes(r *httprouter.Router) {
+func (s *Server) routes(r patternRouter) {
 	r.GET("/v1/lines", s.api("lines:read", s.listLines))
 	r.GET("/v1/chats", s.api("chats:read", s.listChats))
 	r.GET("/v1/messages", s.api("messages:read", s.listMessages))
@@ -25,4 +23,10 @@ func (s *Server) routes(r *httprouter.Router) {
 	// Signed download URLs carry their own credential: no API key.
 	r.GET("/files/:id", s.downloadFile)
 	r.HEAD("/files/:id", s.downloadFile)
+	// Health for load balancers and supervisors: no API key, no rate
+	// limit, no data.
+	r.GET("/healthz", s.healthz)
+	r.HEAD("/healthz", s.healthz)
+	r.GET("/readyz", s.readyz)
+	r.HEAD("/readyz", s.readyz)
 }

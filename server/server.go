@@ -35,6 +35,12 @@ type Options struct {
 	// Advanced reports whether a line's advanced features work right now
 	// (a Messages line's need its helper connected); nil means as configured.
 	Advanced func(storage.Line) bool
+	// Ready lists readiness checks beyond the storage's for GET /readyz
+	// (the workers, each line's bridge); nil means none.
+	Ready func(context.Context) []Check
+	// Metrics counts the API's requests and is served on the admin socket
+	// (GET /metrics); nil counts nothing.
+	Metrics Metrics
 }
 
 // Server serves the API.
@@ -76,8 +82,8 @@ func (s *Server) Handler() http.Handler {
 	router.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
 		writeError(w, r, s.log, fmt.Errorf("panic: %v", v))
 	}
-	s.routes(router)
-	return s.withRequestID(cors(router))
+	s.routes(patternRouter{router})
+	return s.withRequestID(cors(router), s.opts.Metrics)
 }
 
 // api wraps a handler with authentication, the rate limit and a scope check.
@@ -105,7 +111,9 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, scope string, 
 	return h(w, r.WithContext(context.WithValue(r.Context(), apiKeyKey, key)))
 }
 
-func (s *Server) withRequestID(next http.Handler) http.Handler {
+// withRequestID gives each request an ID, logs it and, when m is set,
+// counts it.
+func (s *Server) withRequestID(next http.Handler, m Metrics) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := newRequestID()
 		w.Header().Set("X-Request-Id", id)
@@ -114,12 +122,16 @@ func (s *Server) withRequestID(next http.Handler) http.Handler {
 		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
 		s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", sw.status,
 			"duration", time.Since(start), "request_id", id)
+		if m != nil {
+			observe(m, sw, r, start)
+		}
 	})
 }
 
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	route  string // the route's pattern, set by the handle (metrics)
 }
 
 func (w *statusWriter) WriteHeader(code int) {

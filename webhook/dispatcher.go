@@ -47,6 +47,14 @@ type Options struct {
 	RootCAs      *x509.CertPool // trusted for receivers' certificates; nil means the system's
 	// Retention is how long finished deliveries and attempts are kept.
 	Retention time.Duration
+	// Metrics counts attempts; nil counts nothing.
+	Metrics Metrics
+}
+
+// Metrics counts what the dispatcher does.
+type Metrics interface {
+	// WebhookAttempt counts an attempt's outcome: "success" or "failure".
+	WebhookAttempt(outcome string)
 }
 
 // Renderer turns a delivery's snapshot into the event's data, in the API's
@@ -360,6 +368,13 @@ func (w *worker) lane(queue <-chan storage.DueDelivery) {
 			res.Attempt, res.RetryAt = w.attempt(dd)
 			if w.ctx.Err() != nil {
 				continue // cut short by the stop: not a failure of the receiver
+			}
+			if m := w.d.opts.Metrics; m != nil {
+				outcome := "success"
+				if res.Attempt.Error != "" {
+					outcome = "failure"
+				}
+				m.WebhookAttempt(outcome)
 			}
 			if res.Attempt.Error != "" && res.RetryAt > 0 {
 				heldUntil[dd.ChatID] = res.RetryAt

@@ -1,0 +1,58 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// Check is one input of readiness: the storage, a worker, a line's bridge.
+type Check struct {
+	Name string
+	OK   bool
+	// Reason says briefly why the check fails (shown only then).
+	Reason string
+	// Info is a note that does not affect readiness, such as whether a
+	// Messages line's helper is connected.
+	Info string
+}
+
+type checkBody struct {
+	OK     bool   `json:"ok"`
+	Reason string `json:"reason,omitempty"`
+	Info   string `json:"info,omitempty"`
+}
+
+// healthz answers while the process serves: no authentication, no data.
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz answers 200 when the daemon can do its work (storage answers, the
+// workers run, every line's bridge runs) and 503 otherwise, with each check
+// by name. No authentication: it shows no messages, contacts or keys.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	checks := []Check{{Name: "storage", OK: true}}
+	if err := s.db.Ping(r.Context()); err != nil {
+		checks[0] = Check{Name: "storage", Reason: "the database does not answer: " + err.Error()}
+	}
+	if s.opts.Ready != nil {
+		checks = append(checks, s.opts.Ready(r.Context())...)
+	}
+	status, code := "ready", http.StatusOK
+	body := map[string]checkBody{}
+	for _, c := range checks {
+		b := checkBody{OK: c.OK, Info: c.Info}
+		if !c.OK {
+			b.Reason = c.Reason
+			if b.Reason == "" {
+				b.Reason = "not ready"
+			}
+			status, code = "not_ready", http.StatusServiceUnavailable
+		}
+		body[c.Name] = b
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, code, map[string]any{"status": status, "checks": body})
+}
