@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -327,13 +328,25 @@ func TestServeStopsOnSIGTERM(t *testing.T) {
 	if _, err := w.Write([]byte("hello")); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond) // the request reaches its handler
+	// The handler is streaming the body once its temp file exists.
+	eventually(t, 10*time.Second, func() bool {
+		tmp, _ := filepath.Glob(filepath.Join(td.dataDir, "files", ".upload-*"))
+		return len(tmp) == 1
+	})
 
 	signalled := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Shutdown has begun once the API stops taking connections; the
+	// process must still be there, finishing the upload.
+	eventually(t, 10*time.Second, func() bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	})
 	select {
 	case <-exited:
 		t.Fatalf("the daemon exited (%v) with a request in flight:\n%s", exitErr, logs.String())
