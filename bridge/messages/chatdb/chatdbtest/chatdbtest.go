@@ -24,109 +24,6 @@ import (
 	"github.com/blueline-app/blueline/bridge/messages/typedstream"
 )
 
-// Schema is the part of the real chat.db schema the daemon reads (column
-// names, types and defaults as Messages creates them), from our research
-// brief's "Minimal fixture schema", plus attachment.user_info.
-const Schema = `
-CREATE TABLE handle (
-  ROWID INTEGER PRIMARY KEY AUTOINCREMENT,
-  id TEXT NOT NULL,
-  country TEXT,
-  service TEXT NOT NULL DEFAULT 'iMessage',
-  uncanonicalized_id TEXT
-);
-CREATE TABLE chat (
-  ROWID INTEGER PRIMARY KEY AUTOINCREMENT,
-  guid TEXT UNIQUE NOT NULL,
-  style INTEGER,
-  state INTEGER,
-  account_id TEXT,
-  chat_identifier TEXT,
-  service_name TEXT,
-  room_name TEXT,
-  account_login TEXT,
-  display_name TEXT,
-  group_id TEXT,
-  last_addressed_handle TEXT,
-  is_archived INTEGER DEFAULT 0
-);
-CREATE TABLE message (
-  ROWID INTEGER PRIMARY KEY AUTOINCREMENT,
-  guid TEXT UNIQUE NOT NULL,
-  text TEXT,
-  attributedBody BLOB,
-  subject TEXT,
-  handle_id INTEGER DEFAULT 0,
-  other_handle INTEGER DEFAULT 0,
-  service TEXT,
-  account TEXT,
-  account_guid TEXT,
-  destination_caller_id TEXT,
-  error INTEGER DEFAULT 0,
-  date INTEGER,
-  date_read INTEGER DEFAULT 0,
-  date_delivered INTEGER DEFAULT 0,
-  date_edited INTEGER DEFAULT 0,
-  date_retracted INTEGER DEFAULT 0,
-  is_from_me INTEGER DEFAULT 0,
-  is_sent INTEGER DEFAULT 0,
-  is_delivered INTEGER DEFAULT 0,
-  is_read INTEGER DEFAULT 0,
-  is_finished INTEGER DEFAULT 0,
-  is_audio_message INTEGER DEFAULT 0,
-  is_played INTEGER DEFAULT 0,
-  is_emote INTEGER DEFAULT 0,
-  cache_has_attachments INTEGER DEFAULT 0,
-  item_type INTEGER DEFAULT 0,
-  group_action_type INTEGER DEFAULT 0,
-  group_title TEXT,
-  associated_message_guid TEXT,
-  associated_message_type INTEGER DEFAULT 0,
-  associated_message_emoji TEXT,
-  associated_message_range_location INTEGER DEFAULT 0,
-  associated_message_range_length INTEGER DEFAULT 0,
-  balloon_bundle_id TEXT,
-  expressive_send_style_id TEXT,
-  thread_originator_guid TEXT,
-  thread_originator_part TEXT,
-  reply_to_guid TEXT,
-  part_count INTEGER
-);
-CREATE TABLE attachment (
-  ROWID INTEGER PRIMARY KEY AUTOINCREMENT,
-  guid TEXT UNIQUE NOT NULL,
-  created_date INTEGER DEFAULT 0,
-  filename TEXT,
-  uti TEXT,
-  mime_type TEXT,
-  transfer_state INTEGER DEFAULT 0,
-  is_outgoing INTEGER DEFAULT 0,
-  user_info BLOB,
-  transfer_name TEXT,
-  total_bytes INTEGER DEFAULT 0,
-  is_sticker INTEGER DEFAULT 0,
-  hide_attachment INTEGER DEFAULT 0
-);
-CREATE TABLE chat_message_join (
-  chat_id INTEGER REFERENCES chat (ROWID) ON DELETE CASCADE,
-  message_id INTEGER REFERENCES message (ROWID) ON DELETE CASCADE,
-  message_date INTEGER DEFAULT 0,
-  PRIMARY KEY (chat_id, message_id)
-);
-CREATE TABLE chat_handle_join (
-  chat_id INTEGER REFERENCES chat (ROWID) ON DELETE CASCADE,
-  handle_id INTEGER REFERENCES handle (ROWID) ON DELETE CASCADE,
-  UNIQUE (chat_id, handle_id)
-);
-CREATE TABLE message_attachment_join (
-  message_id INTEGER REFERENCES message (ROWID) ON DELETE CASCADE,
-  attachment_id INTEGER REFERENCES attachment (ROWID) ON DELETE CASCADE,
-  UNIQUE (message_id, attachment_id)
-);
-CREATE INDEX message_idx_date ON message (date);
-CREATE INDEX chat_message_join_idx_message_id ON chat_message_join (message_id);
-`
-
 // Fixture is a chat.db under construction. Its methods fail the test on
 // any error. It is not safe for concurrent use.
 type Fixture struct {
@@ -295,6 +192,29 @@ func (f *Fixture) GroupChat(service, name string, members ...string) ChatRef {
 	return ref
 }
 
+// ChatWithGUID creates a chat stored under exactly guid (macOS 26 writes
+// "any;-;+1555…" and "any;+;chat…") with service_name serviceName and the
+// given members; the chat's identifier is the GUID's last part.
+func (f *Fixture) ChatWithGUID(guid, serviceName string, members ...string) ChatRef {
+	f.t.Helper()
+	parts := strings.SplitN(guid, ";", 3)
+	if len(parts) != 3 {
+		f.t.Fatalf("chatdbtest: chat GUID %q is not service;style;identifier", guid)
+	}
+	ref := ChatRef{GUID: guid, Identifier: parts[2], Service: serviceName}
+	style := 45
+	if parts[1] == "+" {
+		style = 43
+	}
+	f.inTx(func(c execer) {
+		ref.RowID = f.chat(c, ref, style, "")
+		for _, m := range members {
+			f.join(c, ref.RowID, f.handle(c, m, serviceName))
+		}
+	})
+	return ref
+}
+
 func (f *Fixture) chat(c execer, ref ChatRef, style int, name string) int64 {
 	f.t.Helper()
 	var rowID int64
@@ -347,7 +267,11 @@ type Msg struct {
 	ReactionTo   string
 	ReactionType int // 2000-2005 added, 3000-3005 removed
 	// ReplyTo is the GUID of the message this one replies to inline.
-	ReplyTo     string
+	ReplyTo string
+	// HandleOf is the other party's address on a row of ours. Messages
+	// sets it on one-to-one rows, whatever chat they are filed under (or
+	// none): it is taken from the chat when empty.
+	HandleOf    string
 	Attachments []FileSpec
 	ItemType    int
 }
@@ -423,6 +347,8 @@ func (f *Fixture) Insert(m Msg) (rowID int64, guid string) {
 		switch {
 		case !fromMe:
 			handleID = f.handle(c, m.From, m.Chat.Service)
+		case m.HandleOf != "":
+			handleID = f.handle(c, m.HandleOf, m.Chat.Service)
 		case strings.Contains(m.Chat.GUID, ";-;"):
 			// In a one-to-one chat Messages sets the other party even on
 			// our own rows.
@@ -463,9 +389,9 @@ func (f *Fixture) Insert(m Msg) (rowID int64, guid string) {
 			if a.Path == "" {
 				state = 0
 			}
-			res, err := c.Exec(`INSERT INTO attachment (guid, created_date, filename, uti, mime_type, transfer_state,
-				is_outgoing, user_info, transfer_name, total_bytes)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			res, err := c.Exec(`INSERT INTO attachment (guid, original_guid, created_date, filename, uti, mime_type,
+				transfer_state, is_outgoing, user_info, transfer_name, total_bytes)
+				VALUES (?1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)`,
 				"at_0_"+newGUID(), date.Unix()-978307200, nullIfEmpty(a.Path), nullIfEmpty(a.UTI), nullIfEmpty(a.MimeType),
 				state, b2i(fromMe), info, nullIfEmpty(a.TransferName), a.TotalBytes)
 			if err != nil {
@@ -563,7 +489,7 @@ func (f *Fixture) DeleteMessage(guid string) {
 // DropColumn removes a column, as an older or newer macOS might lack it.
 func (f *Fixture) DropColumn(table, column string) {
 	f.t.Helper()
-	f.Exec(fmt.Sprintf("ALTER TABLE %q DROP COLUMN %q", table, column))
+	f.dropColumn(table, column)
 }
 
 // AppleNanos converts t to a Messages date: nanoseconds since
