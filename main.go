@@ -411,7 +411,8 @@ func openBridges(ctx context.Context, cfg *config.Config, db *storage.DB, lines 
 		lc := cfg.Lines[i]
 		mb, err := messages.Open(ctx, messages.Config{
 			Line: l.Handle, Service: l.Service, ChatDB: lc.ChatDB, Osascript: lc.Osascript,
-			AttachmentsDir: lc.AttachmentsDir, HelperPort: lc.HelperPort, PollOnly: !*lc.Watch, Cursor: lineCursor{db, l.ID}, Log: log,
+			AttachmentsDir: lc.AttachmentsDir, HelperPort: lc.HelperPort, PollOnly: !*lc.Watch, SMSFallback: lc.SMSFallback,
+			TextTimeout: lc.SendTimeout.Duration, FileTimeout: lc.FileSendTimeout.Duration, Cursor: lineCursor{db, l.ID}, Log: log,
 		})
 		if err != nil {
 			closeBridges(bridges)

@@ -175,3 +175,63 @@ func BenchmarkMessagesFirstStart(b *testing.B) {
 		srv.Close()
 	}
 }
+
+// BenchmarkMessagesSend sends through the Messages bridge of the real daemon
+// with the answering stand-in osascript, each send confirmed by its row in
+// chat.db:
+//
+//	go test -run '^$' -bench MessagesSend -benchtime 200x .
+//
+// "throughput" posts b.N messages at once and reports sends per line per
+// minute, the row written as soon as osascript answers; "row-after-200ms"
+// sends one at a time, the row written 200 ms after osascript answers, and
+// reports the median time from POST to sent.
+func BenchmarkMessagesSend(b *testing.B) {
+	const alice = "+15551230001"
+	for _, tc := range []struct {
+		name     string
+		rowDelay time.Duration
+	}{{"throughput", 0}, {"row-after-200ms", 200 * time.Millisecond}} {
+		b.Run(tc.name, func(b *testing.B) {
+			app := newMessagesApp(b, func(int, osaRun) answer { return accepted })
+			dm := app.db.DirectChat("imessage", alice)
+			td, key := app.macDaemon(b, "", "[limits]\nrequests_per_hour = 0\n", alice, dm)
+			app.setHandler(func(_ int, run osaRun) answer {
+				return answer{then: func() {
+					time.Sleep(tc.rowDelay) // Messages taking its time to write the row
+					app.sendRow(dm, alice, run.args[2])
+				}}
+			})
+			wait := func(id string) {
+				waitCount(b, 5*time.Minute, func() bool {
+					return td.call("GET", "/v1/outbox?id="+id, key, nil).body["status"] == "sent"
+				})
+			}
+			b.ResetTimer()
+			start := time.Now()
+			if tc.rowDelay == 0 {
+				ids := make([]string, b.N)
+				for i := range b.N {
+					ids[i] = td.send(key, map[string]any{"from": macLine, "to": alice, "text": "message " + strconv.Itoa(i)})["id"].(string)
+				}
+				for _, id := range ids {
+					wait(id)
+				}
+				b.ReportMetric(float64(b.N)/time.Since(start).Minutes(), "sends/min")
+			} else {
+				took := make([]time.Duration, b.N)
+				for i := range b.N {
+					t0 := time.Now()
+					wait(td.send(key, map[string]any{"from": macLine, "to": alice, "text": "message " + strconv.Itoa(i)})["id"].(string))
+					took[i] = time.Since(t0)
+				}
+				slices.Sort(took)
+				b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "ms-median-post-to-sent")
+			}
+			b.StopTimer()
+			if runs := len(app.kinds()); runs != b.N {
+				b.Fatalf("%d osascript runs for %d sends", runs, b.N)
+			}
+		})
+	}
+}

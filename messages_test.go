@@ -24,7 +24,7 @@ const macLine = "+15550000009" // the line on the (simulated) Mac's Messages
 // its osascript is a stand-in program that records each script and its argv
 // and exits 0, and the test then does what Messages would do in chat.db.
 type fakeMac struct {
-	t     *testing.T
+	t     testing.TB
 	home  string
 	db    *chatdbtest.Fixture
 	spool string // where the stand-in osascript leaves its requests
@@ -44,7 +44,7 @@ for a in "$@"; do printf '%s\0' "$a"; done > "$req.args"
 mv "$req" "$req.ready"
 `
 
-func newFakeMac(t *testing.T) *fakeMac {
+func newFakeMac(t testing.TB) *fakeMac {
 	home := t.TempDir()
 	t.Setenv("HOME", home) // chat.db's "~/…" attachment paths expand here
 	m := &fakeMac{t: t, home: home, spool: t.TempDir(), seen: map[string]bool{}}

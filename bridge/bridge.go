@@ -51,6 +51,18 @@ type Outgoing struct {
 	ReplyToGUID string
 	// IsAudioMessage sends Attachment as a native voice memo balloon.
 	IsAudioMessage bool
+
+	// Handoff, when set, is called once, right before the first action that
+	// may hand the message to the network. A bridge that can tell whether a
+	// message reached the network (the Messages app) calls it; from then on
+	// the message must never be sent again for the same request, and every
+	// error it returns is final unless marked with NotSent. An error from
+	// Handoff aborts the send before anything reached the network.
+	Handoff func(ctx context.Context) error
+	// HandedAt is when an earlier attempt called Handoff and the daemon
+	// stopped before it learned the outcome. A bridge that calls Handoff
+	// must then only look for what that attempt did, never send again.
+	HandedAt time.Time
 }
 
 // Reaction types, in the order of the network's codes (love is 2000 when
@@ -80,6 +92,13 @@ type Read struct {
 type Receipt struct {
 	GUID   string
 	SentAt time.Time
+	// ChatGUID and Service are the chat and service the message finally
+	// went out on, where the bridge knows them ("" otherwise).
+	ChatGUID string
+	Service  string
+	// SMSFallback is set when an iMessage send could not reach the
+	// recipient and the message went out once as SMS instead.
+	SMSFallback bool
 }
 
 // Inbound is a message that arrived on a line, or one the line's owner sent
@@ -133,9 +152,22 @@ type InboundRead struct {
 	ReadAt time.Time
 }
 
+// SendFailure is a message of ours the network took as sent and later
+// reported not delivered ("Not Delivered" on a Mac).
+type SendFailure struct {
+	Line   string
+	GUID   string // the message's network GUID
+	Reason string
+}
+
+// ErrNotRecorded is a sink's answer for a report about a message it has no
+// record of (yet): the bridge may report it again later.
+var ErrNotRecorded = errors.New("no such message recorded")
+
 // Bridge is the network behind a set of lines. Each method returns once the
 // network accepted the action. An error wrapped with Permanent is not worth
-// retrying; any other is.
+// retrying; any other is, except after Outgoing.Handoff was called: then
+// only an error marked NotSent is.
 type Bridge interface {
 	Send(ctx context.Context, out Outgoing) (Receipt, error)
 	React(ctx context.Context, r Reaction) (Receipt, error)
@@ -156,6 +188,11 @@ type Sink interface {
 	ReceiveReaction(ctx context.Context, in InboundReaction) error
 	ReceiveTyping(ctx context.Context, in InboundTyping) error
 	ReceiveRead(ctx context.Context, in InboundRead) error
+	// ReceiveSendFailure takes a late failure of a message that was sent.
+	// It returns ErrNotRecorded for a message it does not know (yet), and
+	// nil for one that is not the line's sent message (sent from another
+	// device, or failed already).
+	ReceiveSendFailure(ctx context.Context, f SendFailure) error
 }
 
 type permanentError struct{ err error }
@@ -171,4 +208,20 @@ func Permanent(err error) error { return permanentError{err} }
 func IsPermanent(err error) bool {
 	var p permanentError
 	return errors.As(err, &p)
+}
+
+type notSentError struct{ err error }
+
+func (e notSentError) Error() string { return e.err.Error() }
+func (e notSentError) Unwrap() error { return e.err }
+
+// NotSent marks err as a failure that certainly did not reach the network,
+// after Handoff was called: the send may be tried again (unless the error is
+// also Permanent).
+func NotSent(err error) error { return notSentError{err} }
+
+// IsNotSent reports whether err was marked with NotSent.
+func IsNotSent(err error) bool {
+	var n notSentError
+	return errors.As(err, &n)
 }

@@ -112,6 +112,13 @@ type Line struct {
 	// Watch is whether to watch chat.db's folder for changes (true, the
 	// default) or only poll it every second.
 	Watch *bool `toml:"watch"`
+	// SMSFallback sends a one-to-one iMessage that cannot reach its
+	// recipient once more as SMS (off by default).
+	SMSFallback bool `toml:"sms_fallback"`
+	// SendTimeout bounds each AppleScript run and the wait for a sent text
+	// to show as sent; FileSendTimeout the wait for a sent file.
+	SendTimeout     Duration `toml:"send_timeout"`
+	FileSendTimeout Duration `toml:"file_send_timeout"`
 }
 
 // Defaults of the Messages bridge's settings.
@@ -119,6 +126,8 @@ const (
 	DefaultChatDB         = "~/Library/Messages/chat.db"
 	DefaultOsascript      = "/usr/bin/osascript"
 	DefaultAttachmentsDir = "~/Library/Messages/Attachments/blueline"
+	DefaultSendTimeout    = 30 * time.Second
+	DefaultFileTimeout    = 3 * time.Minute
 )
 
 // Sandbox is the shared line every API key can reach for trying things out.

@@ -206,6 +206,16 @@ func TestLoadErrors(t *testing.T) {
 			want: []string{`lines[0].bridge: must be "sim" or "messages", got "imessage"`},
 		},
 		{
+			name: "messages-only settings on a sim line",
+			doc:  oneLine + "sms_fallback = true\nsend_timeout = \"5s\"\n",
+			want: []string{`lines[0].sms_fallback: is a setting of bridge = "messages" only`, `lines[0].send_timeout: is a setting of bridge = "messages" only`},
+		},
+		{
+			name: "send timeouts out of range",
+			doc:  oneLine + "[[lines]]\nhandle = \"+15550000002\"\nbridge = \"messages\"\nsend_timeout = \"500ms\"\nfile_send_timeout = \"2h\"\n",
+			want: []string{`lines[1].send_timeout: must be at least 1s, got 500ms`, `lines[1].file_send_timeout: must be at most 1h, got 2h0m0s`},
+		},
+		{
 			name: "duplicate line handle after normalising",
 			doc:  oneLine + "[[lines]]\nhandle = \"+1 (555) 000-0001\"\n",
 			want: []string{`lines[1].handle: "+15550000001" is already used by lines[0]`},

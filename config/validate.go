@@ -227,7 +227,8 @@ func (c *Config) checkLines(k *checker) {
 func checkMessagesLine(k *checker, key string, l *Line, chatDBs map[string]string) {
 	if l.Bridge != "messages" {
 		for name, set := range map[string]bool{"chat_db": l.ChatDB != "", "osascript": l.Osascript != "",
-			"attachments_dir": l.AttachmentsDir != "", "helper_port": l.HelperPort != 0, "watch": l.Watch != nil} {
+			"attachments_dir": l.AttachmentsDir != "", "helper_port": l.HelperPort != 0, "watch": l.Watch != nil,
+			"sms_fallback": l.SMSFallback, "send_timeout": l.SendTimeout.Duration != 0, "file_send_timeout": l.FileSendTimeout.Duration != 0} {
 			if set {
 				k.failf(key+"."+name, "is a setting of bridge = \"messages\" only")
 			}
@@ -246,6 +247,20 @@ func checkMessagesLine(k *checker, key string, l *Line, chatDBs map[string]strin
 	if l.Watch == nil {
 		watch := true
 		l.Watch = &watch
+	}
+	for name, d := range map[string]*Duration{"send_timeout": &l.SendTimeout, "file_send_timeout": &l.FileSendTimeout} {
+		switch {
+		case d.Duration < 0 || (d.Duration != 0 && d.Duration < time.Second):
+			k.failf(key+"."+name, "must be at least 1s, got %s", d.Duration)
+		case d.Duration > time.Hour:
+			k.failf(key+"."+name, "must be at most 1h, got %s", d.Duration)
+		}
+	}
+	if l.SendTimeout.Duration == 0 {
+		l.SendTimeout.Duration = DefaultSendTimeout
+	}
+	if l.FileSendTimeout.Duration == 0 {
+		l.FileSendTimeout.Duration = DefaultFileTimeout
 	}
 	if l.HelperPort != 0 && (l.HelperPort < 1024 || l.HelperPort > 65535) {
 		k.failf(key+".helper_port", "must be 0 (the default, 45670 + uid - 501) or from 1024 to 65535, got %d", l.HelperPort)

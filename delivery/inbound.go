@@ -204,3 +204,22 @@ func (r *Receiver) chat(ctx context.Context, lineHandle string, c bridge.Chat) (
 	}
 	return chat, nil
 }
+
+// ReceiveSendFailure implements bridge.Sink: a message of ours that the
+// network failed after it was sent. One that is not the message of a sent
+// outbox item (sent from another device, or failed already) is ignored.
+func (r *Receiver) ReceiveSendFailure(ctx context.Context, f bridge.SendFailure) error {
+	line, ok := r.db.LineByHandle(f.Line)
+	if !ok {
+		return fmt.Errorf("send failure for unknown line %s", f.Line)
+	}
+	_, _, err := r.db.MarkLateFailure(ctx, line.ID, f.GUID, f.Reason)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		// Maybe sent moments ago and not recorded yet.
+		return fmt.Errorf("message %s: %w", f.GUID, bridge.ErrNotRecorded)
+	case errors.Is(err, storage.ErrNotSentItem):
+		return nil
+	}
+	return err
+}

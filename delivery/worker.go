@@ -5,6 +5,7 @@
 package delivery
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/blueline-app/blueline/bridge"
@@ -23,7 +25,9 @@ type Options struct {
 	Workers   int           // concurrent sends
 	RetryBase time.Duration // delay before the first retry, doubled for each further one
 	RetryMax  time.Duration // longest delay between attempts
-	// SendTimeout bounds one attempt; a bridge that hangs longer is retried.
+	// SendTimeout bounds one attempt; a bridge that hangs longer is retried,
+	// unless it had handed the message over (see bridge.Outgoing.Handoff).
+	// The Messages bridge keeps its own, shorter deadlines.
 	SendTimeout time.Duration
 	// Metrics counts attempts and times the bridges; nil counts nothing.
 	Metrics Metrics
@@ -58,7 +62,7 @@ func NewWorker(db *storage.DB, bridges map[string]bridge.Bridge, files FileLocat
 		opts.Workers = 1
 	}
 	if opts.SendTimeout == 0 {
-		opts.SendTimeout = 2 * time.Minute
+		opts.SendTimeout = 10 * time.Minute
 	}
 	return &Worker{db: db, bridges: bridges, files: files, opts: opts, log: log}
 }
@@ -230,7 +234,7 @@ func (w *Worker) count(outcome string) {
 
 // send delivers an item through its line's bridge and returns what to
 // record for it.
-func (w *Worker) send(ctx context.Context, item storage.OutboxItem) (storage.Sent, error) {
+func (w *Worker) send(ctx context.Context, item storage.OutboxItem) (_ storage.Sent, err error) {
 	line, ok := w.db.LineByID(item.LineID)
 	if !ok {
 		return storage.Sent{}, bridge.Permanent(fmt.Errorf("line %s is no longer configured", item.LineID))
@@ -251,13 +255,21 @@ func (w *Worker) send(ctx context.Context, item storage.OutboxItem) (storage.Sen
 	}
 	sendCtx, cancel := context.WithTimeout(ctx, w.opts.SendTimeout)
 	defer cancel()
+	// handed is set once the bridge may have handed the message over: from
+	// then on only an error it marks NotSent may lead to another attempt.
+	var handed atomic.Bool
+	defer func() {
+		if err != nil && handed.Load() && !bridge.IsNotSent(err) && ctx.Err() == nil {
+			err = bridge.Permanent(fmt.Errorf("outcome unknown, not retried to avoid a duplicate: %w", err))
+		}
+	}()
 	var sent storage.Sent
 	if w.opts.Metrics != nil {
 		defer func(start time.Time) { w.opts.Metrics.BridgeSend(line.Bridge, time.Since(start)) }(time.Now())
 	}
 	switch item.Kind {
 	case storage.KindMessage:
-		sent, err = w.sendMessage(sendCtx, b, conv, line, chat, item)
+		sent, err = w.sendMessage(sendCtx, b, conv, line, chat, item, &handed)
 	case storage.KindReaction:
 		var r bridge.Receipt
 		r, err = b.React(sendCtx, bridge.Reaction{Conversation: conv, TargetGUID: item.TargetGUID, Type: item.ReactionType, Remove: item.Remove})
@@ -275,8 +287,8 @@ func (w *Worker) send(ctx context.Context, item storage.OutboxItem) (storage.Sen
 		err = bridge.Permanent(fmt.Errorf("unknown outbox item kind %q", item.Kind))
 	}
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			return storage.Sent{}, fmt.Errorf("the network did not answer within %s", w.opts.SendTimeout)
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil && !bridge.IsPermanent(err) {
+			return storage.Sent{}, fmt.Errorf("the network did not answer within %s: %w", w.opts.SendTimeout, err)
 		}
 		return storage.Sent{}, err
 	}
@@ -286,8 +298,21 @@ func (w *Worker) send(ctx context.Context, item storage.OutboxItem) (storage.Sen
 
 // sendMessage sends a text, attachment or voice memo and returns the message
 // to store for it.
-func (w *Worker) sendMessage(ctx context.Context, b bridge.Bridge, conv bridge.Conversation, line storage.Line, chat storage.Chat, item storage.OutboxItem) (storage.Sent, error) {
-	out := bridge.Outgoing{Conversation: conv, ReplyToGUID: item.ReplyToGUID, IsAudioMessage: item.IsAudioMessage}
+func (w *Worker) sendMessage(ctx context.Context, b bridge.Bridge, conv bridge.Conversation, line storage.Line, chat storage.Chat, item storage.OutboxItem, handed *atomic.Bool) (storage.Sent, error) {
+	out := bridge.Outgoing{Conversation: conv, ReplyToGUID: item.ReplyToGUID, IsAudioMessage: item.IsAudioMessage,
+		Handoff: func(ctx context.Context) error {
+			// Durable before the hand-off: after a crash the item is then
+			// looked for, never sent again.
+			if err := w.db.MarkHanded(ctx, item.ID); err != nil {
+				return fmt.Errorf("record the hand-off: %w", err)
+			}
+			handed.Store(true)
+			return nil
+		}}
+	if item.HandedAt != 0 {
+		out.HandedAt = time.UnixMilli(item.HandedAt)
+		handed.Store(true)
+	}
 	if item.Text != nil {
 		out.Text = *item.Text
 	}
@@ -308,13 +333,13 @@ func (w *Worker) sendMessage(ctx context.Context, b bridge.Bridge, conv bridge.C
 	if receipt.SentAt.IsZero() {
 		receipt.SentAt = now
 	}
-	return storage.Sent{Message: storage.Message{
+	return storage.Sent{ChatGUID: receipt.ChatGUID, Service: receipt.Service, SMSFallback: receipt.SMSFallback, Message: storage.Message{
 		ID:             storage.NewID("msg_"),
 		GUID:           receipt.GUID,
 		Sender:         line.Handle,
 		Text:           item.Text,
 		Attachments:    attachments,
-		Service:        chat.Service,
+		Service:        cmp.Or(receipt.Service, chat.Service),
 		IsFromMe:       true,
 		IsAudioMessage: item.IsAudioMessage,
 		SentAt:         receipt.SentAt.UnixMilli(),

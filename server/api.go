@@ -64,6 +64,10 @@ type apiMessage struct {
 	SyncedAt       int64           `json:"synced_at"`
 	OutboxID       *string         `json:"outbox_id"`
 	ReplyToGUID    *string         `json:"reply_to_guid"`
+	// FailedAt and Error report a message of ours the network failed
+	// after it was sent (a late "Not Delivered").
+	FailedAt *int64  `json:"failed_at"`
+	Error    *string `json:"error"`
 }
 
 type apiAttachment struct {
@@ -80,7 +84,10 @@ func (s *Server) toAPIMessage(m storage.Message) apiMessage {
 	out := apiMessage{ID: m.ID, LineID: m.LineID, ChatID: m.ChatID, GUID: m.GUID, Sender: m.Sender, Text: m.Text,
 		Attachments: make([]apiAttachment, 0, len(m.Attachments)), Service: nonEmpty(m.Service), IsFromMe: m.IsFromMe,
 		IsAudioMessage: m.IsAudioMessage, SentAt: m.SentAt, SyncedAt: m.SyncedAt,
-		OutboxID: nonEmpty(m.OutboxID), ReplyToGUID: nonEmpty(m.ReplyToGUID)}
+		OutboxID: nonEmpty(m.OutboxID), ReplyToGUID: nonEmpty(m.ReplyToGUID), Error: nonEmpty(m.Error)}
+	if m.FailedAt != 0 {
+		out.FailedAt = &m.FailedAt
+	}
 	for _, a := range m.Attachments {
 		size := a.Size
 		item := apiAttachment{Filename: nonEmpty(a.Filename), MimeType: nonEmpty(a.MimeType), Size: &size, Transcription: a.Transcription}
@@ -146,11 +153,17 @@ type apiOutboxItem struct {
 	MaxAttempts int             `json:"max_attempts"`
 	CreatedAt   int64           `json:"created_at"`
 	RequestID   string          `json:"request_id"`
+	// Where a sent message went out, when the network tells: the chat GUID
+	// and service it finally used, and whether it fell back to SMS.
+	ChatGUID    *string `json:"chat_guid"`
+	Service     *string `json:"service"`
+	SMSFallback bool    `json:"sms_fallback"`
 }
 
 func toAPIOutboxItem(o storage.OutboxItem, requestID string) apiOutboxItem {
 	out := apiOutboxItem{ID: o.ID, LineID: o.LineID, Status: o.Status, Payload: o.Payload, Error: nonEmpty(o.Error),
-		Attempts: o.Attempts, MaxAttempts: o.MaxAttempts, CreatedAt: o.CreatedAt, RequestID: requestID}
+		Attempts: o.Attempts, MaxAttempts: o.MaxAttempts, CreatedAt: o.CreatedAt, RequestID: requestID,
+		ChatGUID: nonEmpty(o.SentChatGUID), Service: nonEmpty(o.SentService), SMSFallback: o.SMSFallback}
 	if o.CompletedAt != 0 {
 		out.CompletedAt = &o.CompletedAt
 	}

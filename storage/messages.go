@@ -25,6 +25,10 @@ type Message struct {
 	SyncedAt       int64        `json:"synced_at"`
 	OutboxID       string       `json:"outbox_id,omitempty"`
 	ReplyToGUID    string       `json:"reply_to_guid,omitempty"`
+	// FailedAt and Error are set when the network failed a message of ours
+	// after it was sent (Unix ms; a late "Not Delivered").
+	FailedAt int64  `json:"failed_at,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // Attachment is a file carried by a message.

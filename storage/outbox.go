@@ -57,6 +57,18 @@ type OutboxItem struct {
 	TypingOn bool `json:"typing_on,omitempty"`
 	// MessageID is the stored message once the item is sent.
 	MessageID string `json:"message_id"`
+
+	// HandedAt is when the item was last handed to a network that sends at
+	// most once (the Messages app): set before the hand-off, so that after
+	// a crash the item is looked for there rather than sent again. 0 when
+	// it was not, or when the network certainly did not take it.
+	HandedAt int64 `json:"handed_at,omitempty"`
+	// The chat GUID and service the message finally went out on, and
+	// whether it went out as SMS after iMessage could not reach the
+	// recipient.
+	SentChatGUID string `json:"sent_chat_guid,omitempty"`
+	SentService  string `json:"sent_service,omitempty"`
+	SMSFallback  bool   `json:"sms_fallback,omitempty"`
 }
 
 // Errors of Enqueue.
@@ -246,6 +258,11 @@ type Sent struct {
 	// At is when the network took a reaction, typing change or read receipt
 	// (Unix ms).
 	At int64
+	// ChatGUID, Service and SMSFallback say where a message went out, when
+	// the network tells.
+	ChatGUID    string
+	Service     string
+	SMSFallback bool
 }
 
 // MarkSent records successful deliveries in one transaction: each item
@@ -285,13 +302,20 @@ func (db *DB) MarkSent(ctx context.Context, sent ...Sent) error {
 				if m.Attachments == nil {
 					m.Attachments = []Attachment{}
 				}
-				if err := putMessage(tx, &cs.saved, c, &m); err != nil {
+				adopted, err := adoptMessage(tx, &m)
+				if err != nil {
 					return err
 				}
-				if err := db.queueEvent(tx, EventMessageSent, c.LineID, c.ID, &m, nil); err != nil {
-					return err
+				if !adopted {
+					if err := putMessage(tx, &cs.saved, c, &m); err != nil {
+						return err
+					}
+					if err := db.queueEvent(tx, EventMessageSent, c.LineID, c.ID, &m, nil); err != nil {
+						return err
+					}
 				}
 				item.MessageID = m.ID
+				item.SentChatGUID, item.SentService, item.SMSFallback = s.ChatGUID, s.Service, s.SMSFallback
 			case KindReaction:
 				_, _, err := db.applyReaction(tx, Reaction{MessageID: item.TargetMessageID, ChatID: item.ChatID, LineID: item.LineID,
 					Type: item.ReactionType, Sender: line.Handle, IsFromMe: true, Added: !item.Remove, SentAt: s.At, SyncedAt: now})
@@ -326,7 +350,8 @@ func (db *DB) MarkRetry(ctx context.Context, id, reason string, at int64) error 
 		if err := finishClaimed(tx, id, &item); err != nil {
 			return err
 		}
-		item.Status, item.Error, item.NextAttemptAt = StatusPending, reason, at
+		// A retried item certainly did not reach the network.
+		item.Status, item.Error, item.NextAttemptAt, item.HandedAt = StatusPending, reason, at, 0
 		if err := putJSON(tx.Bucket(bktOutbox), []byte(id), item); err != nil {
 			return err
 		}
@@ -351,6 +376,94 @@ func (db *DB) MarkFailed(ctx context.Context, id, reason string) (OutboxItem, er
 	return item, err
 }
 
+// MarkHanded records, durably, that a claimed item is about to be handed to
+// a network that sends at most once.
+func (db *DB) MarkHanded(ctx context.Context, id string) error {
+	return db.bolt.Batch(func(tx *bolt.Tx) error {
+		if tx.Bucket(bktOutboxClaimed).Get([]byte(id)) == nil {
+			return fmt.Errorf("outbox item %s is not claimed", id)
+		}
+		var item OutboxItem
+		if err := getJSON(tx.Bucket(bktOutbox), []byte(id), &item); err != nil {
+			return err
+		}
+		item.HandedAt = nowMillis()
+		return putJSON(tx.Bucket(bktOutbox), []byte(id), item)
+	})
+}
+
+// adoptMessage links a sent message to the one already stored under its
+// GUID, if any: the network may have reported it before its send was
+// recorded (after a restart mid-send, the watcher can see the row first).
+// m then becomes the stored message, now carrying its outbox ID.
+func adoptMessage(tx *bolt.Tx, m *Message) (bool, error) {
+	if m.GUID == "" {
+		return false, nil
+	}
+	id := tx.Bucket(bktMessageGUIDs).Get([]byte(m.GUID))
+	if id == nil {
+		return false, nil
+	}
+	key := tx.Bucket(bktMessages).Get(id)
+	if key == nil {
+		return false, nil
+	}
+	outboxID := m.OutboxID
+	if err := getJSON(tx.Bucket(bktChatMessages), key, m); err != nil {
+		return false, err
+	}
+	m.OutboxID = outboxID
+	return true, putJSON(tx.Bucket(bktChatMessages), key, *m)
+}
+
+// ErrNotSentItem is MarkLateFailure's answer for a message that is not the
+// sent message of an outbox item.
+var ErrNotSentItem = errors.New("not the message of a sent outbox item")
+
+// MarkLateFailure records that the network failed a message it had taken
+// as sent: its outbox item moves from sent to failed with reason, the
+// message gets failed_at and error, and a message.failed event goes to the
+// webhooks that subscribe to it. A message already failed is left as it is
+// (changed is false).
+func (db *DB) MarkLateFailure(ctx context.Context, lineID, guid, reason string) (item OutboxItem, changed bool, err error) {
+	err = db.bolt.Batch(func(tx *bolt.Tx) error {
+		changed = false
+		id := tx.Bucket(bktMessageGUIDs).Get([]byte(guid))
+		if id == nil {
+			return ErrNotFound
+		}
+		key := tx.Bucket(bktMessages).Get(id)
+		if key == nil {
+			return ErrNotFound
+		}
+		var m Message
+		if err := getJSON(tx.Bucket(bktChatMessages), key, &m); err != nil {
+			return err
+		}
+		if m.LineID != lineID || m.OutboxID == "" {
+			return ErrNotSentItem
+		}
+		if err := getJSON(tx.Bucket(bktOutbox), []byte(m.OutboxID), &item); err != nil {
+			return err
+		}
+		if item.Status != StatusSent {
+			return nil // failed already: a late failure is reported once
+		}
+		now := nowMillis()
+		item.Status, item.Error, item.CompletedAt = StatusFailed, reason, now
+		if err := putJSON(tx.Bucket(bktOutbox), []byte(item.ID), item); err != nil {
+			return err
+		}
+		m.FailedAt, m.Error = now, reason
+		if err := putJSON(tx.Bucket(bktChatMessages), key, m); err != nil {
+			return err
+		}
+		changed = true
+		return db.queueEvent(tx, EventMessageFailed, m.LineID, m.ChatID, &m, nil)
+	})
+	return item, changed, err
+}
+
 // finishClaimed loads a claimed item and takes it off the claimed set.
 func finishClaimed(tx *bolt.Tx, id string, item *OutboxItem) error {
 	claimed := tx.Bucket(bktOutboxClaimed)
@@ -364,8 +477,10 @@ func finishClaimed(tx *bolt.Tx, id string, item *OutboxItem) error {
 }
 
 // RecoverClaimed makes items that were claimed when the daemon stopped due
-// again. Whether their send reached the network is unknown, so they are
-// retried: delivery is at least once.
+// again. Whether their send reached the network is unknown: an item handed
+// to a network that sends at most once keeps its HandedAt, and its bridge
+// only looks for what the earlier attempt did; on other networks it is
+// sent again (delivery is at least once).
 func (db *DB) RecoverClaimed(ctx context.Context) (int, error) {
 	n := 0
 	now := nowMillis()

@@ -18,10 +18,14 @@ const (
 	EventMessageSent     = "message.sent"
 	EventReactionAdded   = "reaction.added"
 	EventReactionRemoved = "reaction.removed"
+	// EventMessageFailed is a sent message the network later failed. It is
+	// not one of the reference service's four: only webhooks that name it
+	// receive it.
+	EventMessageFailed = "message.failed"
 )
 
 // WebhookEvents are the events a webhook can subscribe to.
-var WebhookEvents = []string{EventMessageReceived, EventMessageSent, EventReactionAdded, EventReactionRemoved}
+var WebhookEvents = []string{EventMessageReceived, EventMessageSent, EventReactionAdded, EventReactionRemoved, EventMessageFailed}
 
 // Webhook is a receiver of one line's events.
 type Webhook struct {

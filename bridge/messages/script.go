@@ -107,6 +107,42 @@ end run
 	end if
 end run
 `
+
+	// pingMessagesScript asks Messages for its name: it answers unless it
+	// is hung (or not running). argv: timeout in seconds.
+	pingMessagesScript = `on run argv
+	set waitSeconds to (item 1 of argv) as integer
+	if application "Messages" is not running then
+		error "Messages is not running" number -600
+	end if
+	tell application "Messages"
+		with timeout of waitSeconds seconds
+			get name
+		end timeout
+	end tell
+end run
+`
+
+	// quitMessagesScript quits Messages, killing it when it does not quit
+	// within the timeout (a hung Messages does not), and waits until it is
+	// gone. argv: timeout in seconds.
+	quitMessagesScript = `on run argv
+	set waitSeconds to (item 1 of argv) as integer
+	if application "Messages" is running then
+		try
+			with timeout of waitSeconds seconds
+				tell application "Messages" to quit
+			end timeout
+		on error
+			do shell script "/usr/bin/killall -KILL Messages || true"
+		end try
+	end if
+	repeat 50 times
+		if application "Messages" is not running then exit repeat
+		delay 0.1
+	end repeat
+end run
+`
 )
 
 // Runner runs an AppleScript. The real one execs osascript; tests
@@ -147,14 +183,14 @@ func (o Osascript) Run(ctx context.Context, script string, args []string) (strin
 	// something else still holds the output pipes.
 	cmd.Cancel = func() error { return cmd.Process.Kill() }
 	cmd.WaitDelay = osascriptWaitDelay
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrNotStarted, err)
+	}
+	err := cmd.Wait()
 	if err == nil {
 		return stdout.String(), nil
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
-		if cmd.Process == nil {
-			return "", fmt.Errorf("messages: osascript not started: %w", ctxErr)
-		}
 		how := "was cancelled"
 		if errors.Is(ctxErr, context.DeadlineExceeded) {
 			how = "timed out"
@@ -218,10 +254,16 @@ func parseScriptErrorCode(stderr string) int {
 
 // AppleScript error numbers the Sender acts on.
 const (
-	scriptErrNotFound     = -1728 // errAENoSuchObject: no such chat or participant
-	scriptErrTimedOut     = -1712 // errAETimeout: Messages did not answer in time
-	scriptErrNotPermitted = -1743 // errAEEventNotPermitted: Automation not allowed
-	scriptErrNeedsUserOK  = -1744 // errAEEventWouldRequireUserConsent: the prompt cannot be shown
+	scriptErrNotFound      = -1728 // errAENoSuchObject: no such chat or participant
+	scriptErrTimedOut      = -1712 // errAETimeout: Messages did not answer in time
+	scriptErrNotPermitted  = -1743 // errAEEventNotPermitted: Automation not allowed
+	scriptErrNeedsUserOK   = -1744 // errAEEventWouldRequireUserConsent: the prompt cannot be shown
+	scriptErrNotRunning    = -600  // procNotFound: the application is not running
+	scriptErrConnInvalid   = -609  // connectionInvalid: Messages quit or crashed during the event
+	scriptErrParam         = -1700 // errAECoercionFail: a bad argument (our own "unsupported service")
+	scriptErrParamMissing  = -1701 // errAEDescNotFound: a missing argument
+	scriptErrSyntax        = -2740 // a script that does not compile
+	scriptErrSyntaxUnknown = -2741 // a script that does not compile
 )
 
 const (
@@ -242,10 +284,32 @@ var (
 	// ErrTimedOut is Messages not answering in time (busy, or hung: a
 	// restart of Messages may help). Worth retrying.
 	ErrTimedOut = errors.New("messages: Messages did not answer in time")
-	// ErrChatNotFound is Messages knowing neither the chat nor, for a
-	// one-to-one chat, the contact.
+	// ErrChatNotFound is Messages not knowing the chat (or participant) a
+	// script addressed (-1728): nothing was sent.
 	ErrChatNotFound = errors.New("messages: Messages has no such chat")
+	// ErrNotRunning is Messages not running (-600): nothing was sent.
+	ErrNotRunning = errors.New("messages: Messages is not running")
+	// ErrNotStarted is osascript failing to start: nothing was sent.
+	ErrNotStarted = errors.New("messages: osascript could not be started")
+	// errRefused is a send refused before it did anything (a bad
+	// argument, a script that does not compile): nothing was sent.
+	errRefused = errors.New("messages: refused")
 )
+
+// certainlyNotSent reports whether a script's error (as returned by the
+// Sender) means Messages did not take the send: only then may it be tried
+// again. A timeout, a crash of Messages mid-send or an unknown error leaves
+// the outcome unknown.
+func certainlyNotSent(err error) bool {
+	for _, e := range []error{ErrChatNotFound, ErrNotRunning, ErrNotStarted, ErrAutomationDenied, errRefused, errTooLong} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+var errTooLong = errors.New("messages: too long to pass to osascript")
 
 // chatGUIDPattern is the shape of a Messages chat GUID: service, "-" for
 // one-to-one or "+" for a group, and the chat's identifier (no ";" and no
@@ -255,13 +319,10 @@ var chatGUIDPattern = regexp.MustCompile(`^(iMessage|SMS|RCS|any);[-+];[^;\x00-\
 // checkChatGUID refuses a chat GUID that is not of Messages' shape.
 func checkChatGUID(guid string) error {
 	if !chatGUIDPattern.MatchString(guid) {
-		return bridge.Permanent(fmt.Errorf("messages: invalid chat GUID %q", guid))
+		return bridge.Permanent(fmt.Errorf("%w: invalid chat GUID %q", errRefused, guid))
 	}
 	return nil
 }
-
-// isDirectChat reports whether a (valid) chat GUID is a one-to-one chat.
-func isDirectChat(guid string) bool { return strings.Contains(guid, ";-;") }
 
 // accountService maps our service names to the service types the
 // participant scripts match.
@@ -275,20 +336,34 @@ func accountService(service string) (string, error) {
 	return "", bridge.Permanent(fmt.Errorf("messages: unknown service %q (want imessage or sms)", service))
 }
 
-// Sender sends through a Runner, one send at a time: Messages cannot take
-// two at once, and a send's outcome is recognised as the next outgoing row
-// of its chat.
+// Target is where one send goes: the chat with ChatGUID, or, when ChatGUID
+// is "", the participant Address of the account of Service ("iMessage" or
+// "SMS").
+type Target struct {
+	ChatGUID string
+	Address  string
+	Service  string
+}
+
+func (t Target) String() string {
+	if t.ChatGUID != "" {
+		return "chat " + t.ChatGUID
+	}
+	return "participant " + t.Address + " of " + t.Service
+}
+
+// Sender runs the scripts of one line through a Runner, one at a time:
+// Messages cannot take two at once, and a send's outcome is recognised as
+// the next outgoing row of its chat.
 //
-// A send first addresses the chat by GUID. When Messages does not know the
-// chat (-1728) and it is one-to-one with a known address, the send is
-// retried to the participant of the iMessage or SMS account. Errors are
-// permanent (bridge.IsPermanent) when retrying cannot help: an invalid
-// request, ErrAutomationDenied, ErrChatNotFound; ErrTimedOut and others
-// are worth retrying.
+// Each send is one osascript run to one Target; the bridge chooses the
+// targets and what to do on failure. Errors wrap ErrChatNotFound,
+// ErrNotRunning, ErrAutomationDenied (permanent), ErrTimedOut, or others;
+// certainlyNotSent tells those after which nothing was sent.
 type Sender struct {
 	runner  Runner
 	timeout time.Duration
-	// turn holds a token while a send runs; waiting for it honours ctx.
+	// turn holds a token while a script runs; waiting for it honours ctx.
 	turn chan struct{}
 	// queued counts sends waiting for their turn (for tests).
 	queued atomic.Int32
@@ -311,89 +386,88 @@ func (s *Sender) scriptSeconds() string {
 	return strconv.Itoa(secs)
 }
 
-// SendText sends text to a chat. address is the contact of a one-to-one
-// chat ("" for a group): the fallback target when Messages cannot find
-// the chat by GUID. service is "imessage" or "sms".
-func (s *Sender) SendText(ctx context.Context, chatGUID, address, service, text string) error {
-	svc, err := checkSend(chatGUID, address, service)
-	if err != nil {
+// SendText sends text to t.
+func (s *Sender) SendText(ctx context.Context, t Target, text string) error {
+	if err := checkTarget(t); err != nil {
 		return err
 	}
 	if text == "" {
-		return bridge.Permanent(errors.New("messages: empty text"))
+		return bridge.Permanent(fmt.Errorf("%w: empty text", errRefused))
 	}
 	if strings.ContainsRune(text, 0) {
-		return bridge.Permanent(errors.New("messages: text contains a NUL character"))
+		return bridge.Permanent(fmt.Errorf("%w: text contains a NUL character", errRefused))
 	}
 	secs := s.scriptSeconds()
-	return s.send(ctx, chatGUID, address,
-		sendTextToChatScript, []string{chatGUID, text, secs},
-		sendTextToParticipantScript, []string{address, text, svc, secs})
+	if t.ChatGUID != "" {
+		return s.script(ctx, t.String(), sendTextToChatScript, t.ChatGUID, text, secs)
+	}
+	return s.script(ctx, t.String(), sendTextToParticipantScript, t.Address, text, t.Service, secs)
 }
 
 // SendFile sends the file at path, which must be absolute (and, on macOS
 // 15 and later, somewhere sandboxed Messages may read: under
-// ~/Library/Messages). address and service are as for SendText.
-func (s *Sender) SendFile(ctx context.Context, chatGUID, address, service, path string) error {
-	svc, err := checkSend(chatGUID, address, service)
-	if err != nil {
+// ~/Library/Messages), to t.
+func (s *Sender) SendFile(ctx context.Context, t Target, path string) error {
+	if err := checkTarget(t); err != nil {
 		return err
 	}
 	if err := checkPath(path); err != nil {
 		return err
 	}
 	secs := s.scriptSeconds()
-	return s.send(ctx, chatGUID, address,
-		sendFileToChatScript, []string{chatGUID, path, secs},
-		sendFileToParticipantScript, []string{address, path, svc, secs})
+	if t.ChatGUID != "" {
+		return s.script(ctx, t.String(), sendFileToChatScript, t.ChatGUID, path, secs)
+	}
+	return s.script(ctx, t.String(), sendFileToParticipantScript, t.Address, path, t.Service, secs)
 }
 
 // EnsureRunning starts Messages in the background if it is not running.
 func (s *Sender) EnsureRunning(ctx context.Context) error {
-	if err := s.wait(ctx); err != nil {
-		return err
-	}
-	defer s.done()
-	return s.classify(ctx, s.run(ctx, ensureMessagesScript, nil), "the Messages app")
+	return s.script(ctx, "the Messages app", ensureMessagesScript)
 }
 
-func checkSend(chatGUID, address, service string) (svc string, err error) {
-	if err := checkChatGUID(chatGUID); err != nil {
-		return "", err
-	}
-	if strings.ContainsRune(address, 0) {
-		return "", bridge.Permanent(fmt.Errorf("messages: address %q contains a NUL character", address))
-	}
-	return accountService(service)
+// Ping asks Messages for its name: nil when it answers, an error wrapping
+// ErrTimedOut when it is hung, ErrNotRunning when it is not running.
+func (s *Sender) Ping(ctx context.Context) error {
+	return s.script(ctx, "the Messages app", pingMessagesScript, s.scriptSeconds())
 }
 
-func checkPath(path string) error {
-	if !strings.HasPrefix(path, "/") {
-		return bridge.Permanent(fmt.Errorf("messages: file path %q is not absolute", path))
+// Quit quits Messages, killing it if it does not quit in time.
+func (s *Sender) Quit(ctx context.Context) error {
+	return s.script(ctx, "the Messages app", quitMessagesScript, s.scriptSeconds())
+}
+
+func checkTarget(t Target) error {
+	if t.ChatGUID != "" {
+		return checkChatGUID(t.ChatGUID)
 	}
-	if strings.ContainsRune(path, 0) {
-		return bridge.Permanent(errors.New("messages: file path contains a NUL character"))
+	if t.Address == "" || strings.ContainsRune(t.Address, 0) {
+		return bridge.Permanent(fmt.Errorf("%w: invalid address %q", errRefused, t.Address))
+	}
+	if t.Service != "iMessage" && t.Service != "SMS" {
+		return bridge.Permanent(fmt.Errorf("%w: unknown account service %q (want iMessage or SMS)", errRefused, t.Service))
 	}
 	return nil
 }
 
-// send runs the chat-GUID form, then for a one-to-one chat Messages does
-// not know, the participant form.
-func (s *Sender) send(ctx context.Context, chatGUID, address, chatScript string, chatArgs []string, participantScript string, participantArgs []string) error {
+func checkPath(path string) error {
+	if !strings.HasPrefix(path, "/") {
+		return bridge.Permanent(fmt.Errorf("%w: file path %q is not absolute", errRefused, path))
+	}
+	if strings.ContainsRune(path, 0) {
+		return bridge.Permanent(fmt.Errorf("%w: file path contains a NUL character", errRefused))
+	}
+	return nil
+}
+
+// script runs one script in the sender's turn. target names what was
+// addressed, for errors.
+func (s *Sender) script(ctx context.Context, target, script string, args ...string) error {
 	if err := s.wait(ctx); err != nil {
 		return err
 	}
 	defer s.done()
-	err := s.run(ctx, chatScript, chatArgs)
-	var se *ScriptError
-	if errors.As(err, &se) && se.Code == scriptErrNotFound && isDirectChat(chatGUID) && address != "" && ctx.Err() == nil {
-		err = s.run(ctx, participantScript, participantArgs)
-		if err == nil {
-			return nil
-		}
-		return s.classify(ctx, err, fmt.Sprintf("chat %s, nor participant %s", chatGUID, address))
-	}
-	return s.classify(ctx, err, "chat "+chatGUID)
+	return s.classify(ctx, s.run(ctx, script, args), target)
 }
 
 // wait takes the sender's turn, or gives up when ctx ends.
@@ -419,7 +493,7 @@ func (s *Sender) run(ctx context.Context, script string, args []string) error {
 }
 
 // classify turns a run's error into what the bridge acts on. target names
-// what was addressed, for ErrChatNotFound.
+// what was addressed.
 func (s *Sender) classify(ctx context.Context, err error, target string) error {
 	if err == nil {
 		return nil
@@ -429,17 +503,22 @@ func (s *Sender) classify(ctx context.Context, err error, target string) error {
 		return fmt.Errorf("messages: send abandoned: %w: %w", ctxErr, err)
 	}
 	var se *ScriptError
+	isScript := errors.As(err, &se)
 	switch {
-	case errors.As(err, &se) && (se.Code == scriptErrNotPermitted || se.Code == scriptErrNeedsUserOK):
+	case isScript && (se.Code == scriptErrNotPermitted || se.Code == scriptErrNeedsUserOK):
 		return bridge.Permanent(fmt.Errorf("%w: %w", ErrAutomationDenied, err))
-	case errors.As(err, &se) && se.Code == scriptErrNotFound:
-		return bridge.Permanent(fmt.Errorf("%w (%s): %w", ErrChatNotFound, target, err))
-	case errors.As(err, &se) && (se.Code == scriptErrTimedOut || strings.Contains(se.Stderr, "timed out")):
+	case isScript && se.Code == scriptErrNotFound:
+		return fmt.Errorf("%w (%s): %w", ErrChatNotFound, target, err)
+	case isScript && se.Code == scriptErrNotRunning:
+		return fmt.Errorf("%w: %w", ErrNotRunning, err)
+	case isScript && (se.Code == scriptErrParam || se.Code == scriptErrParamMissing || se.Code == scriptErrSyntax || se.Code == scriptErrSyntaxUnknown):
+		return bridge.Permanent(fmt.Errorf("%w (%s): %w", errRefused, target, err))
+	case isScript && (se.Code == scriptErrTimedOut || se.Code == scriptErrConnInvalid || strings.Contains(se.Stderr, "timed out")):
 		return fmt.Errorf("%w: %w", ErrTimedOut, err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%w within %s (is it hung?): %w", ErrTimedOut, s.timeout, err)
 	case errors.Is(err, syscall.E2BIG):
-		return bridge.Permanent(fmt.Errorf("messages: too long to pass to osascript: %w", err))
+		return bridge.Permanent(fmt.Errorf("%w: %w", errTooLong, err))
 	}
-	return fmt.Errorf("messages: send failed: %w", err)
+	return fmt.Errorf("messages: script failed (%s): %w", target, err)
 }

@@ -87,16 +87,53 @@ end run
 	end if
 end run
 `
+	goldenPingMessages = `on run argv
+	set waitSeconds to (item 1 of argv) as integer
+	if application "Messages" is not running then
+		error "Messages is not running" number -600
+	end if
+	tell application "Messages"
+		with timeout of waitSeconds seconds
+			get name
+		end timeout
+	end tell
+end run
+`
+	goldenQuitMessages = `on run argv
+	set waitSeconds to (item 1 of argv) as integer
+	if application "Messages" is running then
+		try
+			with timeout of waitSeconds seconds
+				tell application "Messages" to quit
+			end timeout
+		on error
+			do shell script "/usr/bin/killall -KILL Messages || true"
+		end try
+	end if
+	repeat 50 times
+		if application "Messages" is not running then exit repeat
+		delay 0.1
+	end repeat
+end run
+`
 )
 
 const (
 	testDM      = "iMessage;-;+15550102000"
 	testDMAddr  = "+15550102000"
 	testSMSDM   = "SMS;-;+15550102000"
+	testAnyDM   = "any;-;+15550102000"
 	testGroup   = "iMessage;+;chat123456789"
 	testFile    = "/Users/me/Library/Messages/Attachments/blueline/x/photo.jpg"
 	testTimeout = 30 * time.Second
 	testSeconds = "28" // testTimeout less the margin
+)
+
+var (
+	chatTarget  = Target{ChatGUID: testDM}
+	groupTarget = Target{ChatGUID: testGroup}
+	imTarget    = Target{Address: testDMAddr, Service: "iMessage"}
+	smsTarget   = Target{Address: testDMAddr, Service: "SMS"}
 )
 
 // scriptCall is one script run, as the runner saw it.
@@ -151,79 +188,102 @@ func checkCalls(t *testing.T, got []scriptCall, want []scriptCall) {
 	}
 }
 
+// TestSenderScripts checks that each call is exactly one run of the right
+// script with the right argv.
 func TestSenderScripts(t *testing.T) {
 	tests := []struct {
-		name    string
-		results []error
-		send    func(s *Sender) error
-		want    []scriptCall
+		name string
+		send func(s *Sender) error
+		want scriptCall
 	}{
 		{
 			name: "text to a chat",
-			send: func(s *Sender) error { return s.SendText(t.Context(), testDM, testDMAddr, "imessage", "hello") },
-			want: []scriptCall{{script: goldenTextToChat, args: []string{testDM, "hello", testSeconds}}},
+			send: func(s *Sender) error { return s.SendText(t.Context(), chatTarget, "hello") },
+			want: scriptCall{script: goldenTextToChat, args: []string{testDM, "hello", testSeconds}},
+		},
+		{
+			name: "text to an SMS chat",
+			send: func(s *Sender) error { return s.SendText(t.Context(), Target{ChatGUID: testSMSDM}, "hello") },
+			want: scriptCall{script: goldenTextToChat, args: []string{testSMSDM, "hello", testSeconds}},
+		},
+		{
+			name: "text to a chat stored as any;",
+			send: func(s *Sender) error { return s.SendText(t.Context(), Target{ChatGUID: testAnyDM}, "hello") },
+			want: scriptCall{script: goldenTextToChat, args: []string{testAnyDM, "hello", testSeconds}},
 		},
 		{
 			name: "text to a group",
-			send: func(s *Sender) error { return s.SendText(t.Context(), testGroup, "", "imessage", "hello all") },
-			want: []scriptCall{{script: goldenTextToChat, args: []string{testGroup, "hello all", testSeconds}}},
+			send: func(s *Sender) error { return s.SendText(t.Context(), groupTarget, "hello all") },
+			want: scriptCall{script: goldenTextToChat, args: []string{testGroup, "hello all", testSeconds}},
 		},
 		{
-			name:    "text to an iMessage participant",
-			results: []error{notFound(`chat id "` + testDM + `"`)},
-			send:    func(s *Sender) error { return s.SendText(t.Context(), testDM, testDMAddr, "imessage", "hello") },
-			want: []scriptCall{
-				{script: goldenTextToChat, args: []string{testDM, "hello", testSeconds}},
-				{script: goldenTextToParticipant, args: []string{testDMAddr, "hello", "iMessage", testSeconds}},
+			name: "a chat GUID wins over an address",
+			send: func(s *Sender) error {
+				return s.SendText(t.Context(), Target{ChatGUID: testDM, Address: testDMAddr, Service: "SMS"}, "hello")
 			},
+			want: scriptCall{script: goldenTextToChat, args: []string{testDM, "hello", testSeconds}},
 		},
 		{
-			name:    "text to an SMS participant",
-			results: []error{notFound(`chat id "` + testSMSDM + `"`)},
-			send:    func(s *Sender) error { return s.SendText(t.Context(), testSMSDM, testDMAddr, "sms", "hello") },
-			want: []scriptCall{
-				{script: goldenTextToChat, args: []string{testSMSDM, "hello", testSeconds}},
-				{script: goldenTextToParticipant, args: []string{testDMAddr, "hello", "SMS", testSeconds}},
-			},
+			name: "text to an iMessage participant",
+			send: func(s *Sender) error { return s.SendText(t.Context(), imTarget, "hello") },
+			want: scriptCall{script: goldenTextToParticipant, args: []string{testDMAddr, "hello", "iMessage", testSeconds}},
+		},
+		{
+			name: "text to an SMS participant",
+			send: func(s *Sender) error { return s.SendText(t.Context(), smsTarget, "hello") },
+			want: scriptCall{script: goldenTextToParticipant, args: []string{testDMAddr, "hello", "SMS", testSeconds}},
 		},
 		{
 			name: "file to a chat",
-			send: func(s *Sender) error { return s.SendFile(t.Context(), testGroup, "", "imessage", testFile) },
-			want: []scriptCall{{script: goldenFileToChat, args: []string{testGroup, testFile, testSeconds}}},
+			send: func(s *Sender) error { return s.SendFile(t.Context(), groupTarget, testFile) },
+			want: scriptCall{script: goldenFileToChat, args: []string{testGroup, testFile, testSeconds}},
 		},
 		{
-			name:    "file to an iMessage participant",
-			results: []error{notFound(`chat id "` + testDM + `"`)},
-			send:    func(s *Sender) error { return s.SendFile(t.Context(), testDM, testDMAddr, "imessage", testFile) },
-			want: []scriptCall{
-				{script: goldenFileToChat, args: []string{testDM, testFile, testSeconds}},
-				{script: goldenFileToParticipant, args: []string{testDMAddr, testFile, "iMessage", testSeconds}},
-			},
+			name: "file to an iMessage participant",
+			send: func(s *Sender) error { return s.SendFile(t.Context(), imTarget, testFile) },
+			want: scriptCall{script: goldenFileToParticipant, args: []string{testDMAddr, testFile, "iMessage", testSeconds}},
 		},
 		{
-			name:    "file to an SMS participant",
-			results: []error{notFound(`chat id "` + testSMSDM + `"`)},
-			send:    func(s *Sender) error { return s.SendFile(t.Context(), testSMSDM, testDMAddr, "sms", testFile) },
-			want: []scriptCall{
-				{script: goldenFileToChat, args: []string{testSMSDM, testFile, testSeconds}},
-				{script: goldenFileToParticipant, args: []string{testDMAddr, testFile, "SMS", testSeconds}},
-			},
+			name: "file to an SMS participant",
+			send: func(s *Sender) error { return s.SendFile(t.Context(), smsTarget, testFile) },
+			want: scriptCall{script: goldenFileToParticipant, args: []string{testDMAddr, testFile, "SMS", testSeconds}},
 		},
 		{
 			name: "ensure Messages runs",
 			send: func(s *Sender) error { return s.EnsureRunning(t.Context()) },
-			want: []scriptCall{{script: goldenEnsureMessages, args: nil}},
+			want: scriptCall{script: goldenEnsureMessages, args: nil},
+		},
+		{
+			name: "ping Messages",
+			send: func(s *Sender) error { return s.Ping(t.Context()) },
+			want: scriptCall{script: goldenPingMessages, args: []string{testSeconds}},
+		},
+		{
+			name: "quit Messages",
+			send: func(s *Sender) error { return s.Quit(t.Context()) },
+			want: scriptCall{script: goldenQuitMessages, args: []string{testSeconds}},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &recRunner{results: tt.results}
+			r := &recRunner{}
 			if err := tt.send(NewSender(r, testTimeout)); err != nil {
 				t.Fatalf("send: %v", err)
 			}
-			checkCalls(t, r.recorded(), tt.want)
+			checkCalls(t, r.recorded(), []scriptCall{tt.want})
 		})
 	}
+}
+
+// TestSenderNoFallback checks that the Sender itself never falls back from
+// a chat GUID to the participant: that is the bridge's choice.
+func TestSenderNoFallback(t *testing.T) {
+	r := &recRunner{results: []error{notFound(`chat id "` + testDM + `"`)}}
+	err := NewSender(r, testTimeout).SendText(t.Context(), Target{ChatGUID: testDM, Address: testDMAddr, Service: "iMessage"}, "hi")
+	if !errors.Is(err, ErrChatNotFound) {
+		t.Fatalf("err = %v, want ErrChatNotFound", err)
+	}
+	checkCalls(t, r.recorded(), []scriptCall{{script: goldenTextToChat, args: []string{testDM, "hi", testSeconds}}})
 }
 
 // hostileTexts are texts that would do harm if they reached a script's
@@ -251,29 +311,44 @@ var hostileTexts = []string{
 
 func TestSenderHostileTextTravelsInArgv(t *testing.T) {
 	for i, text := range hostileTexts {
-		t.Run(strconv.Itoa(i), func(t *testing.T) {
-			r := &recRunner{results: []error{notFound("chat")}}
-			s := NewSender(r, testTimeout)
-			if err := s.SendText(t.Context(), testDM, testDMAddr, "imessage", text); err != nil {
+		t.Run(strconv.Itoa(i)+"/chat", func(t *testing.T) {
+			r := &recRunner{}
+			if err := NewSender(r, testTimeout).SendText(t.Context(), chatTarget, text); err != nil {
 				t.Fatalf("send: %v", err)
 			}
 			checkCalls(t, r.recorded(), []scriptCall{
 				{script: goldenTextToChat, args: []string{testDM, text, testSeconds}},
+			})
+		})
+		t.Run(strconv.Itoa(i)+"/participant", func(t *testing.T) {
+			r := &recRunner{}
+			if err := NewSender(r, testTimeout).SendText(t.Context(), imTarget, text); err != nil {
+				t.Fatalf("send: %v", err)
+			}
+			checkCalls(t, r.recorded(), []scriptCall{
 				{script: goldenTextToParticipant, args: []string{testDMAddr, text, "iMessage", testSeconds}},
 			})
 		})
 	}
-	t.Run("file path and address", func(t *testing.T) {
-		path := "/Users/me/Library/Messages/Attachments/blueline/x/" + `a" & do shell script "id" & ".jpg`
-		address := `x" & do shell script "id" & "@example.com`
-		guid := "iMessage;-;" + address
-		r := &recRunner{results: []error{notFound("chat")}}
-		if err := NewSender(r, testTimeout).SendFile(t.Context(), guid, address, "imessage", path); err != nil {
+	path := "/Users/me/Library/Messages/Attachments/blueline/x/" + `a" & do shell script "id" & ".jpg`
+	address := `x" & do shell script "id" & "@example.com`
+	guid := "iMessage;-;" + address
+	t.Run("file path and GUID", func(t *testing.T) {
+		r := &recRunner{}
+		if err := NewSender(r, testTimeout).SendFile(t.Context(), Target{ChatGUID: guid}, path); err != nil {
 			t.Fatalf("send: %v", err)
 		}
 		checkCalls(t, r.recorded(), []scriptCall{
 			{script: goldenFileToChat, args: []string{guid, path, testSeconds}},
-			{script: goldenFileToParticipant, args: []string{address, path, "iMessage", testSeconds}},
+		})
+	})
+	t.Run("file path and address", func(t *testing.T) {
+		r := &recRunner{}
+		if err := NewSender(r, testTimeout).SendFile(t.Context(), Target{Address: address, Service: "SMS"}, path); err != nil {
+			t.Fatalf("send: %v", err)
+		}
+		checkCalls(t, r.recorded(), []scriptCall{
+			{script: goldenFileToParticipant, args: []string{address, path, "SMS", testSeconds}},
 		})
 	})
 }
@@ -289,79 +364,166 @@ func TestSenderTimeouts(t *testing.T) {
 		{2500 * time.Millisecond, "1"},
 		{time.Second, "1"},
 	} {
-		r := &recRunner{}
-		before := time.Now()
-		if err := NewSender(r, tt.timeout).SendText(t.Context(), testDM, testDMAddr, "imessage", "x"); err != nil {
-			t.Fatal(err)
-		}
-		calls := r.recorded()
-		if got := calls[0].args[2]; got != tt.seconds {
-			t.Errorf("timeout %s: script timeout %q, want %q", tt.timeout, got, tt.seconds)
-		}
 		hard := tt.timeout
 		if hard == 0 {
 			hard = 30 * time.Second
 		}
-		if d := calls[0].deadline; d.IsZero() || d.Before(before.Add(hard)) || d.After(time.Now().Add(hard)) {
-			t.Errorf("timeout %s: run deadline %v, want %s after the send started", tt.timeout, d, hard)
+		for _, c := range []struct {
+			name string
+			run  func(s *Sender) error
+			arg  int // where the script's timeout is in argv
+		}{
+			{"chat", func(s *Sender) error { return s.SendText(t.Context(), chatTarget, "x") }, 2},
+			{"participant", func(s *Sender) error { return s.SendFile(t.Context(), smsTarget, testFile) }, 3},
+			{"ping", func(s *Sender) error { return s.Ping(t.Context()) }, 0},
+			{"quit", func(s *Sender) error { return s.Quit(t.Context()) }, 0},
+		} {
+			r := &recRunner{}
+			before := time.Now()
+			if err := c.run(NewSender(r, tt.timeout)); err != nil {
+				t.Fatal(err)
+			}
+			calls := r.recorded()
+			if len(calls) != 1 {
+				t.Fatalf("timeout %s, %s: %d runs, want 1", tt.timeout, c.name, len(calls))
+			}
+			if got := calls[0].args[c.arg]; got != tt.seconds {
+				t.Errorf("timeout %s, %s: script timeout %q, want %q", tt.timeout, c.name, got, tt.seconds)
+			}
+			if d := calls[0].deadline; d.IsZero() || d.Before(before.Add(hard)) || d.After(time.Now().Add(hard)) {
+				t.Errorf("timeout %s, %s: run deadline %v, want %s after the send started", tt.timeout, c.name, d, hard)
+			}
 		}
 	}
 }
 
-func TestSenderRetryChain(t *testing.T) {
-	denied := &ScriptError{ExitCode: 1, Code: -1743,
-		Stderr: "0:50: execution error: Not authorized to send Apple events to Messages. (-1743)\n"}
+// TestSenderClassification checks what one failed run becomes: which
+// error it wraps, whether it is permanent, and whether it certainly sent
+// nothing.
+func TestSenderClassification(t *testing.T) {
+	scriptErr := func(code int, msg string) *ScriptError {
+		return &ScriptError{ExitCode: 1, Code: code, Stderr: fmt.Sprintf("0:50: execution error: %s (%d)\n", msg, code)}
+	}
 	tests := []struct {
 		name      string
-		chat      string
-		address   string
-		results   []error
-		runs      int
+		err       error // what the run returns
+		is        error // what the Sender's error wraps; nil: none of ours
 		permanent bool
-		is        error
+		notSent   bool // certainlyNotSent
 	}{
-		{name: "one-to-one found by participant", chat: testDM, address: testDMAddr,
-			results: []error{notFound("chat")}, runs: 2},
-		{name: "one-to-one found by neither", chat: testDM, address: testDMAddr,
-			results: []error{notFound("chat"), notFound("participant")}, runs: 2, permanent: true, is: ErrChatNotFound},
-		{name: "group is not retried", chat: testGroup,
-			results: []error{notFound("chat")}, runs: 1, permanent: true, is: ErrChatNotFound},
-		{name: "group with an address is not retried", chat: testGroup, address: testDMAddr,
-			results: []error{notFound("chat")}, runs: 1, permanent: true, is: ErrChatNotFound},
-		{name: "one-to-one without an address is not retried", chat: testDM,
-			results: []error{notFound("chat")}, runs: 1, permanent: true, is: ErrChatNotFound},
-		{name: "other errors are not retried", chat: testDM, address: testDMAddr,
-			results: []error{denied}, runs: 1, permanent: true, is: ErrAutomationDenied},
-		{name: "participant form denied", chat: testDM, address: testDMAddr,
-			results: []error{notFound("chat"), denied}, runs: 2, permanent: true, is: ErrAutomationDenied},
-		{name: "participant form times out", chat: testDM, address: testDMAddr,
-			results: []error{notFound("chat"), &ScriptError{ExitCode: 1, Code: -1712, Stderr: "AppleEvent timed out. (-1712)"}},
-			runs:    2, is: ErrTimedOut},
+		{name: "no such chat", err: notFound(`chat id "x"`), is: ErrChatNotFound, notSent: true},
+		{name: "Messages not running", err: scriptErr(-600, "Application isn’t running."), is: ErrNotRunning, notSent: true},
+		{name: "Automation not permitted", err: scriptErr(-1743, "Not authorized to send Apple events to Messages."),
+			is: ErrAutomationDenied, permanent: true, notSent: true},
+		{name: "Automation needs consent", err: scriptErr(-1744, "Not authorized to send Apple events to Messages."),
+			is: ErrAutomationDenied, permanent: true, notSent: true},
+		{name: "bad argument", err: scriptErr(-1700, "unsupported service"), permanent: true, notSent: true},
+		{name: "missing argument", err: scriptErr(-1701, "Can’t get item 3 of {}."), permanent: true, notSent: true},
+		{name: "syntax error", err: &ScriptError{ExitCode: 1, Code: -2740, Stderr: "syntax error: A identifier can’t go after this identifier. (-2740)"},
+			permanent: true, notSent: true},
+		{name: "syntax error, unknown token", err: &ScriptError{ExitCode: 1, Code: -2741, Stderr: "syntax error: Expected end of line but found identifier. (-2741)"},
+			permanent: true, notSent: true},
+		{name: "AppleEvent timed out", err: scriptErr(-1712, "Messages got an error: AppleEvent timed out."), is: ErrTimedOut},
+		{name: "connection invalid", err: scriptErr(-609, "Connection is invalid."), is: ErrTimedOut},
+		{name: "timed out without a code", err: &ScriptError{ExitCode: 1, Stderr: "execution error: Messages timed out."}, is: ErrTimedOut},
+		{name: "osascript killed at the deadline", err: fmt.Errorf("messages: osascript timed out and was killed: %w", context.DeadlineExceeded), is: ErrTimedOut},
+		{name: "too long for argv", err: fmt.Errorf("messages: run osascript: fork/exec: %w", syscall.E2BIG), permanent: true, notSent: true},
+		{name: "unknown script error", err: scriptErr(-10000, "whatever")},
+		{name: "no code at all", err: &ScriptError{ExitCode: 1}},
+		{name: "osascript not started", err: fmt.Errorf("%w: %w", ErrNotStarted, errors.New("fork/exec /usr/bin/osascript: no such file or directory")),
+			is: ErrNotStarted, notSent: true},
+		{name: "some other run error", err: errors.New("messages: run osascript: something odd")},
 	}
+	targets := []struct {
+		name string
+		t    Target
+	}{{"chat", chatTarget}, {"group", groupTarget}, {"participant", smsTarget}}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := &recRunner{results: tt.results}
-			err := NewSender(r, testTimeout).SendText(t.Context(), tt.chat, tt.address, "imessage", "hi")
-			if got := len(r.recorded()); got != tt.runs {
-				t.Errorf("%d runs, want %d", got, tt.runs)
-			}
-			if tt.is == nil {
-				if err != nil {
-					t.Fatalf("send: %v", err)
+		for _, tg := range targets {
+			t.Run(tt.name+"/"+tg.name, func(t *testing.T) {
+				r := &recRunner{results: []error{tt.err}}
+				err := NewSender(r, testTimeout).SendText(t.Context(), tg.t, "hi")
+				if n := len(r.recorded()); n != 1 {
+					t.Errorf("%d runs, want exactly 1", n)
 				}
-				return
-			}
-			if !errors.Is(err, tt.is) {
-				t.Fatalf("err = %v, want %v", err, tt.is)
-			}
-			if bridge.IsPermanent(err) != tt.permanent {
-				t.Errorf("permanent = %v, want %v (err %v)", !tt.permanent, tt.permanent, err)
-			}
-			var se *ScriptError
-			if !errors.As(err, &se) {
-				t.Errorf("err %v does not carry the ScriptError", err)
-			}
-		})
+				if err == nil {
+					t.Fatal("no error")
+				}
+				if !errors.Is(err, tt.err) {
+					t.Errorf("err = %v does not wrap the run's error %v", err, tt.err)
+				}
+				if tt.is != nil && !errors.Is(err, tt.is) {
+					t.Errorf("err = %v, want %v", err, tt.is)
+				}
+				for _, other := range []error{ErrChatNotFound, ErrNotRunning, ErrAutomationDenied, ErrTimedOut, ErrNotStarted} {
+					if other != tt.is && errors.Is(err, other) {
+						t.Errorf("err = %v wraps %v too", err, other)
+					}
+				}
+				if got := bridge.IsPermanent(err); got != tt.permanent {
+					t.Errorf("permanent = %v, want %v (err %v)", got, tt.permanent, err)
+				}
+				if got := certainlyNotSent(err); got != tt.notSent {
+					t.Errorf("certainlyNotSent = %v, want %v (err %v)", got, tt.notSent, err)
+				}
+				var se *ScriptError
+				if want := errors.As(tt.err, &se); want && !errors.As(err, &se) {
+					t.Errorf("err %v does not carry the ScriptError", err)
+				}
+				if errors.Is(err, ErrChatNotFound) && !strings.Contains(err.Error(), tg.t.String()) {
+					t.Errorf("err %q does not name the target %q", err, tg.t.String())
+				}
+			})
+		}
+	}
+	// Ping, Quit and EnsureRunning are classified alike.
+	for name, call := range map[string]func(*Sender) error{
+		"ping":   func(s *Sender) error { return s.Ping(t.Context()) },
+		"quit":   func(s *Sender) error { return s.Quit(t.Context()) },
+		"ensure": func(s *Sender) error { return s.EnsureRunning(t.Context()) },
+	} {
+		r := &recRunner{results: []error{scriptErr(-600, "Messages is not running")}}
+		if err := call(NewSender(r, testTimeout)); !errors.Is(err, ErrNotRunning) || !certainlyNotSent(err) {
+			t.Errorf("%s: err = %v, want ErrNotRunning", name, err)
+		}
+		r = &recRunner{results: []error{scriptErr(-1712, "AppleEvent timed out.")}}
+		if err := call(NewSender(r, testTimeout)); !errors.Is(err, ErrTimedOut) || certainlyNotSent(err) {
+			t.Errorf("%s: err = %v, want ErrTimedOut", name, err)
+		}
+	}
+}
+
+func TestCertainlyNotSent(t *testing.T) {
+	if certainlyNotSent(nil) {
+		t.Error("certainlyNotSent(nil)")
+	}
+	for _, err := range []error{ErrChatNotFound, ErrNotRunning, ErrNotStarted, ErrAutomationDenied,
+		fmt.Errorf("wrapped: %w", ErrNotStarted), bridge.Permanent(fmt.Errorf("x: %w", ErrAutomationDenied))} {
+		if !certainlyNotSent(err) {
+			t.Errorf("certainlyNotSent(%v) = false", err)
+		}
+	}
+	for _, err := range []error{ErrTimedOut, context.DeadlineExceeded, context.Canceled, errors.New("other"),
+		&ScriptError{ExitCode: 1, Code: -1728}} {
+		if certainlyNotSent(err) {
+			t.Errorf("certainlyNotSent(%v) = true", err)
+		}
+	}
+	// A send refused before any run reached nothing.
+	r := &recRunner{}
+	s := NewSender(r, testTimeout)
+	for _, err := range []error{
+		s.SendText(t.Context(), Target{ChatGUID: "iMessage;-;"}, "hi"),
+		s.SendText(t.Context(), chatTarget, ""),
+		s.SendFile(t.Context(), chatTarget, "relative/path"),
+		s.SendText(t.Context(), Target{Address: "+15550001111", Service: "Fax"}, "hi"),
+	} {
+		if !certainlyNotSent(err) || !bridge.IsPermanent(err) {
+			t.Errorf("refused before running: %v: certainlyNotSent %v, permanent %v", err, certainlyNotSent(err), bridge.IsPermanent(err))
+		}
+	}
+	if n := len(r.recorded()); n != 0 {
+		t.Errorf("%d runs for refused sends", n)
 	}
 }
 
@@ -369,7 +531,7 @@ func TestSenderAutomationDenied(t *testing.T) {
 	for _, code := range []int{-1743, -1744} {
 		r := &recRunner{results: []error{&ScriptError{ExitCode: 1, Code: code,
 			Stderr: fmt.Sprintf("execution error: Not authorized to send Apple events to Messages. (%d)", code)}}}
-		err := NewSender(r, testTimeout).SendText(t.Context(), testDM, testDMAddr, "imessage", "hi")
+		err := NewSender(r, testTimeout).SendText(t.Context(), chatTarget, "hi")
 		if !bridge.IsPermanent(err) || !errors.Is(err, ErrAutomationDenied) {
 			t.Fatalf("code %d: err = %v, want a permanent ErrAutomationDenied", code, err)
 		}
@@ -378,44 +540,6 @@ func TestSenderAutomationDenied(t *testing.T) {
 				t.Errorf("code %d: message %q does not mention %q", code, err, want)
 			}
 		}
-	}
-}
-
-func TestSenderTransientErrors(t *testing.T) {
-	tests := []struct {
-		name string
-		err  error
-		is   error
-	}{
-		{"osascript killed at the deadline", fmt.Errorf("messages: osascript timed out and was killed: %w", context.DeadlineExceeded), ErrTimedOut},
-		{"AppleEvent timed out", &ScriptError{ExitCode: 1, Code: -1712, Stderr: "execution error: Messages got an error: AppleEvent timed out. (-1712)"}, ErrTimedOut},
-		{"timed out without a code", &ScriptError{ExitCode: 1, Stderr: "execution error: Messages timed out."}, ErrTimedOut},
-		{"unknown script error", &ScriptError{ExitCode: 1, Code: -10000, Stderr: "execution error: whatever (-10000)"}, nil},
-		{"no code at all", &ScriptError{ExitCode: 1}, nil},
-		{"cannot start", errors.New("exec: no such file"), nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := &recRunner{results: []error{tt.err}}
-			err := NewSender(r, testTimeout).SendText(t.Context(), testDM, testDMAddr, "imessage", "hi")
-			if err == nil || bridge.IsPermanent(err) {
-				t.Fatalf("err = %v, want a transient error", err)
-			}
-			if tt.is != nil && !errors.Is(err, tt.is) {
-				t.Errorf("err = %v, want %v", err, tt.is)
-			}
-			if !errors.Is(err, tt.err) {
-				t.Errorf("err = %v does not wrap %v", err, tt.err)
-			}
-		})
-	}
-}
-
-func TestSenderTooLongForArgv(t *testing.T) {
-	r := &recRunner{results: []error{fmt.Errorf("messages: run osascript: fork/exec: %w", syscall.E2BIG)}}
-	err := NewSender(r, testTimeout).SendText(t.Context(), testDM, testDMAddr, "imessage", "long")
-	if !bridge.IsPermanent(err) {
-		t.Fatalf("err = %v, want permanent", err)
 	}
 }
 
@@ -428,21 +552,28 @@ func (blockRunner) Run(ctx context.Context, _ string, _ []string) (string, error
 }
 
 func TestSenderHardTimeout(t *testing.T) {
-	err := NewSender(blockRunner{}, 50*time.Millisecond).SendText(t.Context(), testDM, testDMAddr, "imessage", "hi")
-	if !errors.Is(err, ErrTimedOut) || bridge.IsPermanent(err) {
-		t.Fatalf("err = %v, want a transient ErrTimedOut", err)
+	s := NewSender(blockRunner{}, 50*time.Millisecond)
+	for name, call := range map[string]func() error{
+		"chat":        func() error { return s.SendText(t.Context(), chatTarget, "hi") },
+		"participant": func() error { return s.SendFile(t.Context(), imTarget, testFile) },
+		"ping":        func() error { return s.Ping(t.Context()) },
+	} {
+		err := call()
+		if !errors.Is(err, ErrTimedOut) || bridge.IsPermanent(err) || certainlyNotSent(err) {
+			t.Errorf("%s: err = %v, want a transient ErrTimedOut of unknown outcome", name, err)
+		}
 	}
 }
 
 func TestSenderCallerCancels(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	r := &cancelRunner{cancel: cancel}
-	err := NewSender(r, testTimeout).SendText(ctx, testDM, testDMAddr, "imessage", "hi")
+	err := NewSender(r, testTimeout).SendText(ctx, chatTarget, "hi")
 	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrTimedOut) || bridge.IsPermanent(err) {
 		t.Fatalf("err = %v, want a transient context.Canceled", err)
 	}
 	if r.runs != 1 {
-		t.Errorf("%d runs, want 1: no fallback once the caller gave up", r.runs)
+		t.Errorf("%d runs, want 1", r.runs)
 	}
 }
 
@@ -461,34 +592,42 @@ func (r *cancelRunner) Run(ctx context.Context, _ string, _ []string) (string, e
 }
 
 func TestSenderRefusesBadRequests(t *testing.T) {
-	send := func(chat, address, service, text string) func(*Sender) error {
-		return func(s *Sender) error { return s.SendText(t.Context(), chat, address, service, text) }
+	send := func(target Target, text string) func(*Sender) error {
+		return func(s *Sender) error { return s.SendText(t.Context(), target, text) }
 	}
-	file := func(chat, address, service, path string) func(*Sender) error {
-		return func(s *Sender) error { return s.SendFile(t.Context(), chat, address, service, path) }
+	file := func(target Target, path string) func(*Sender) error {
+		return func(s *Sender) error { return s.SendFile(t.Context(), target, path) }
 	}
+	chat := func(guid string) Target { return Target{ChatGUID: guid} }
+	part := func(address, service string) Target { return Target{Address: address, Service: service} }
 	tests := map[string]func(*Sender) error{
-		"empty GUID":                     send("", testDMAddr, "imessage", "hi"),
-		"GUID without a chat":            send("iMessage;-;", testDMAddr, "imessage", "hi"),
-		"GUID without a service":         send("chat123456", testDMAddr, "imessage", "hi"),
-		"GUID of no service":             send("Jabber;-;x@example.com", testDMAddr, "imessage", "hi"),
-		"GUID with a bad kind":           send("iMessage;*;x", testDMAddr, "imessage", "hi"),
-		"GUID with a semicolon":          send("iMessage;-;x;y", testDMAddr, "imessage", "hi"),
-		"GUID with a newline":            send("iMessage;-;x\ny", testDMAddr, "imessage", "hi"),
-		"GUID with a NUL":                send("iMessage;-;x\x00", testDMAddr, "imessage", "hi"),
-		"GUID with a space first":        send(" iMessage;-;x", testDMAddr, "imessage", "hi"),
-		"empty service":                  send(testDM, testDMAddr, "", "hi"),
-		"service spelled as AppleScript": send(testDM, testDMAddr, "iMessage", "hi"),
-		"unknown service":                send(testDM, testDMAddr, "rcs", "hi"),
-		"service injection":              send(testDM, testDMAddr, `SMS" & do shell script "id`, "hi"),
-		"empty text":                     send(testDM, testDMAddr, "imessage", ""),
-		"text with a NUL":                send(testDM, testDMAddr, "imessage", "a\x00b"),
-		"address with a NUL":             send(testDM, "+1555\x00", "imessage", "hi"),
-		"relative path":                  file(testDM, testDMAddr, "imessage", "photo.jpg"),
-		"home-relative path":             file(testDM, testDMAddr, "imessage", "~/photo.jpg"),
-		"path with a NUL":                file(testDM, testDMAddr, "imessage", "/tmp/a\x00b"),
-		"file with a bad GUID":           file("nope", testDMAddr, "imessage", testFile),
-		"file with a bad service":        file(testDM, testDMAddr, "whatsapp", testFile),
+		"no target at all":               send(Target{}, "hi"),
+		"GUID without a chat":            send(chat("iMessage;-;"), "hi"),
+		"GUID without a service":         send(chat("chat123456"), "hi"),
+		"GUID of no service":             send(chat("Jabber;-;x@example.com"), "hi"),
+		"GUID with a bad kind":           send(chat("iMessage;*;x"), "hi"),
+		"GUID with a semicolon":          send(chat("iMessage;-;x;y"), "hi"),
+		"GUID with a newline":            send(chat("iMessage;-;x\ny"), "hi"),
+		"GUID with a NUL":                send(chat("iMessage;-;x\x00"), "hi"),
+		"GUID with a space first":        send(chat(" iMessage;-;x"), "hi"),
+		"GUID with a bad address too":    send(Target{ChatGUID: "nope", Address: testDMAddr, Service: "iMessage"}, "hi"),
+		"participant without address":    send(part("", "iMessage"), "hi"),
+		"participant address with a NUL": send(part("+1555\x00", "iMessage"), "hi"),
+		"participant without service":    send(part(testDMAddr, ""), "hi"),
+		"service spelled as ours":        send(part(testDMAddr, "imessage"), "hi"),
+		"sms spelled as ours":            send(part(testDMAddr, "sms"), "hi"),
+		"RCS service":                    send(part(testDMAddr, "RCS"), "hi"),
+		"any service":                    send(part(testDMAddr, "any"), "hi"),
+		"service injection":              send(part(testDMAddr, `SMS" & do shell script "id`), "hi"),
+		"empty text":                     send(chatTarget, ""),
+		"empty text to a participant":    send(imTarget, ""),
+		"text with a NUL":                send(chatTarget, "a\x00b"),
+		"relative path":                  file(chatTarget, "photo.jpg"),
+		"home-relative path":             file(chatTarget, "~/photo.jpg"),
+		"path with a NUL":                file(imTarget, "/tmp/a\x00b"),
+		"file with a bad GUID":           file(chat("nope"), testFile),
+		"file with a bad service":        file(part(testDMAddr, "whatsapp"), testFile),
+		"file without address":           file(part("", "SMS"), testFile),
 	}
 	for name, do := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -503,9 +642,14 @@ func TestSenderRefusesBadRequests(t *testing.T) {
 		})
 	}
 	for _, guid := range []string{"iMessage;-;+15550102000", "SMS;-;+15550102000", "RCS;-;+15550102000",
-		"any;-;+15550102000", "iMessage;+;chat123456789", "iMessage;-;someone@example.com"} {
-		if err := NewSender(&recRunner{}, testTimeout).SendText(t.Context(), guid, "", "imessage", "hi"); err != nil {
+		"any;-;+15550102000", "any;+;chat123456789", "iMessage;+;chat123456789", "iMessage;-;someone@example.com"} {
+		if err := NewSender(&recRunner{}, testTimeout).SendText(t.Context(), chat(guid), "hi"); err != nil {
 			t.Errorf("GUID %q refused: %v", guid, err)
+		}
+	}
+	for _, target := range []Target{imTarget, smsTarget, part("someone@example.com", "iMessage")} {
+		if err := NewSender(&recRunner{}, testTimeout).SendText(t.Context(), target, "hi"); err != nil {
+			t.Errorf("target %v refused: %v", target, err)
 		}
 	}
 }
@@ -524,7 +668,11 @@ func (r *gateRunner) Run(ctx context.Context, _ string, args []string) (string, 
 		r.overlap.Store(true)
 	}
 	defer r.active.Add(-1)
-	r.started <- args[1]
+	what := "a script without text"
+	if len(args) > 1 {
+		what = args[1]
+	}
+	r.started <- what
 	<-r.release
 	return "", nil
 }
@@ -546,16 +694,21 @@ func TestSenderSerialisesSends(t *testing.T) {
 	s := NewSender(r, testTimeout)
 	const n = 5
 	errs := make(chan error, n)
-	go func() { errs <- s.SendText(t.Context(), testDM, testDMAddr, "imessage", "first") }()
+	go func() { errs <- s.SendText(t.Context(), chatTarget, "first") }()
 	if got := <-r.started; got != "first" {
 		t.Fatalf("first run sent %q", got)
 	}
 	for i := 1; i < n; i++ {
 		go func() {
-			if i%2 == 0 {
-				errs <- s.SendFile(t.Context(), testGroup, "", "imessage", testFile)
-			} else {
-				errs <- s.SendText(t.Context(), testGroup, "", "imessage", "later")
+			switch i % 4 {
+			case 0:
+				errs <- s.SendFile(t.Context(), groupTarget, testFile)
+			case 1:
+				errs <- s.SendText(t.Context(), smsTarget, "later")
+			case 2:
+				errs <- s.Ping(t.Context())
+			case 3:
+				errs <- s.Quit(t.Context())
 			}
 		}()
 	}
@@ -586,12 +739,12 @@ func TestSenderQueuedSendGivesUp(t *testing.T) {
 	r := &gateRunner{started: make(chan string), release: make(chan struct{})}
 	s := NewSender(r, testTimeout)
 	first := make(chan error, 1)
-	go func() { first <- s.SendText(t.Context(), testDM, testDMAddr, "imessage", "first") }()
+	go func() { first <- s.SendText(t.Context(), chatTarget, "first") }()
 	<-r.started
 
 	ctx, cancel := context.WithCancel(t.Context())
 	second := make(chan error, 1)
-	go func() { second <- s.SendText(ctx, testDM, testDMAddr, "imessage", "second") }()
+	go func() { second <- s.SendText(ctx, imTarget, "second") }()
 	waitQueued(t, s, 1)
 	cancel()
 	if err := <-second; !errors.Is(err, context.Canceled) || bridge.IsPermanent(err) {
@@ -800,29 +953,74 @@ exec sleep 600`)
 }
 
 func TestOsascriptMissingProgram(t *testing.T) {
-	_, err := Osascript{Path: filepath.Join(t.TempDir(), "no-osascript")}.Run(t.Context(), goldenEnsureMessages, nil)
+	missing := filepath.Join(t.TempDir(), "no-osascript")
+	_, err := Osascript{Path: missing}.Run(t.Context(), goldenEnsureMessages, nil)
 	var se *ScriptError
-	if err == nil || errors.As(err, &se) {
-		t.Fatalf("err = %v, want a start error", err)
+	if err == nil || errors.As(err, &se) || !errors.Is(err, ErrNotStarted) {
+		t.Fatalf("err = %v, want a start error wrapping ErrNotStarted", err)
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("err = %v does not wrap the cause (no such file)", err)
+	}
+	// Through the Sender: nothing was sent.
+	err = NewSender(Osascript{Path: missing}, testTimeout).SendText(t.Context(), chatTarget, "hi")
+	if !errors.Is(err, ErrNotStarted) || !certainlyNotSent(err) || errors.Is(err, ErrTimedOut) {
+		t.Errorf("send: err = %v, want ErrNotStarted, certainly not sent", err)
+	}
+	// A program that exists but cannot be executed.
+	program, _ := standIn(t, "exit 0")
+	if err := os.Chmod(program, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (Osascript{Path: program}).Run(t.Context(), goldenEnsureMessages, nil); !errors.Is(err, ErrNotStarted) {
+		t.Errorf("not executable: err = %v, want ErrNotStarted", err)
 	}
 }
 
-// TestSenderThroughOsascript runs the retry chain through a real process:
-// the stand-in fails the chat form (three arguments) with -1728 and
-// records the participant form (four).
+// TestSenderThroughOsascript runs sends through a real process: the
+// stand-in fails the chat form (three arguments) with -1728, records the
+// participant form (four) and answers a ping (one).
 func TestSenderThroughOsascript(t *testing.T) {
-	program, dir := standIn(t, `if [ $# -eq 5 ]; then
+	program, dir := standIn(t, `case $# in
+5)
 	cat > "$DIR/stdin"
 	printf '%s\0' "$@" > "$DIR/args"
-	exit 0
-fi
+	echo x >> "$DIR/runs"
+	exit 0;;
+2)
+	cat > "$DIR/ping"
+	printf '%s\0' "$@" > "$DIR/pingargs"
+	echo Messages
+	exit 0;;
+esac
 cat > /dev/null
+echo x >> "$DIR/runs"
 echo "0:84: execution error: Messages got an error: Can't get chat id \"$2\". (-1728)" >&2
 exit 1`)
 	text := hostileTexts[3] + "\n" + hostileTexts[7]
 	s := NewSender(Osascript{Path: program}, 10*time.Second)
-	if err := s.SendText(t.Context(), testSMSDM, testDMAddr, "sms", text); err != nil {
-		t.Fatalf("send: %v", err)
+	runs := func() int {
+		b, _ := os.ReadFile(filepath.Join(dir, "runs"))
+		return strings.Count(string(b), "x")
+	}
+
+	// The chat form: the -1728 comes back as ErrChatNotFound, with no
+	// fallback (that is the bridge's).
+	err := s.SendText(t.Context(), Target{ChatGUID: testSMSDM}, text)
+	var se *ScriptError
+	if !errors.Is(err, ErrChatNotFound) || bridge.IsPermanent(err) || !certainlyNotSent(err) || !errors.As(err, &se) || se.Code != -1728 {
+		t.Errorf("chat send: err = %v, want a transient ErrChatNotFound with code -1728", err)
+	}
+	if n := runs(); n != 1 {
+		t.Errorf("chat send: %d runs, want 1", n)
+	}
+
+	// The participant form.
+	if err := s.SendText(t.Context(), smsTarget, text); err != nil {
+		t.Fatalf("participant send: %v", err)
+	}
+	if n := runs(); n != 2 {
+		t.Errorf("after the participant send: %d runs, want 2", n)
 	}
 	stdin, err := os.ReadFile(filepath.Join(dir, "stdin"))
 	if err != nil {
@@ -840,10 +1038,23 @@ exit 1`)
 		t.Errorf("argv = %q, want %q", got, want)
 	}
 
-	// A group is not retried: the -1728 comes back as ErrChatNotFound.
-	err = s.SendText(t.Context(), testGroup, "", "imessage", "hi")
-	var se *ScriptError
-	if !errors.Is(err, ErrChatNotFound) || !bridge.IsPermanent(err) || !errors.As(err, &se) || se.Code != -1728 {
-		t.Errorf("group send: err = %v, want a permanent ErrChatNotFound with code -1728", err)
+	// A ping.
+	if err := s.Ping(t.Context()); err != nil {
+		t.Fatalf("ping: %v", err)
+	}
+	stdin, err = os.ReadFile(filepath.Join(dir, "ping"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(stdin) != goldenPingMessages {
+		t.Errorf("ping stdin = %q, want the ping script", stdin)
+	}
+	raw, err = os.ReadFile(filepath.Join(dir, "pingargs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00")
+	if want := []string{"-", "8"}; !slices.Equal(got, want) {
+		t.Errorf("ping argv = %q, want %q", got, want)
 	}
 }

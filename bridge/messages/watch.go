@@ -110,6 +110,10 @@ type watcher struct {
 	deferred map[string]deferredRow
 	// transcribing are voice memos reported without a transcription.
 	transcribing map[string]time.Time
+	// lateChecked is when failed sends were last looked for; lateReported
+	// are the failed rows already reported, while they are in the window.
+	lateChecked  time.Time
+	lateReported map[string]bool
 }
 
 type deferredRow struct {
@@ -175,6 +179,9 @@ func (w *watcher) scan(ctx context.Context) error {
 		if err := w.recheck(ctx); err != nil {
 			return err
 		}
+		if err := w.lateFailures(ctx); err != nil {
+			return err
+		}
 		if c := w.saveable(); c != w.saved {
 			if err := w.b.cfg.Cursor.Save(ctx, c); err != nil {
 				return err
@@ -185,6 +192,46 @@ func (w *watcher) scan(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// lateFailureWindow is how long after it was sent a message of ours is
+// watched for a late failure.
+const lateFailureWindow = 6 * time.Hour
+
+// lateFailures reports our messages that Messages failed after they were
+// sent ("Not Delivered" after is_sent turned 1), every LateFailureCheck.
+// Messages sets the row's error then: looking for error rows in a recent
+// window by date (an indexed column) finds them after a restart too. The
+// sink ignores rows that are not the message of a sent outbox item.
+func (w *watcher) lateFailures(ctx context.Context) error {
+	now := time.Now()
+	if now.Sub(w.lateChecked) < w.b.cfg.LateFailureCheck {
+		return nil
+	}
+	w.lateChecked = now
+	failed, err := w.b.db.FailedOutgoing(ctx, now.Add(-lateFailureWindow))
+	if err != nil {
+		return err
+	}
+	reported := make(map[string]bool, len(failed))
+	for _, f := range failed {
+		if w.lateReported[f.GUID] {
+			reported[f.GUID] = true
+			continue
+		}
+		err := w.sink.ReceiveSendFailure(ctx, bridge.SendFailure{Line: w.b.cfg.Line, GUID: f.GUID,
+			Reason: fmt.Sprintf("Messages reported error %d%s after the message was sent", f.Error, errorCodeMeaning(f.Error))})
+		if errors.Is(err, bridge.ErrNotRecorded) {
+			continue // ours and not recorded yet, or not ours: looked at again next time
+		}
+		if err != nil {
+			w.b.log.Error("record a late send failure", "guid", f.GUID, "err", err)
+			continue
+		}
+		reported[f.GUID] = true
+	}
+	w.lateReported = reported
+	return nil
 }
 
 // saveable is the cursor a restart may resume from: below every row that
@@ -254,6 +301,11 @@ func (w *watcher) handle(ctx context.Context, r chatdb.Row) {
 	if r.IsFromMe && (w.b.leaveToSender(r) || r.Error != 0 || !r.IsSent) {
 		// Our own send (the outbox records it), a send that failed where
 		// it was made, or one that never went out.
+		return
+	}
+	if r.Chat.GUID == "" {
+		// Filed under no chat: there is no conversation to put it in.
+		w.b.log.Debug("message under no chat skipped", "guid", r.GUID)
 		return
 	}
 	w.report(ctx, r)

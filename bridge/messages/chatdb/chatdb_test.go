@@ -217,7 +217,7 @@ func TestRowsDirectIMessage(t *testing.T) {
 	r := byGUID(t, open(t, f), guid)
 	want := chatdb.Row{
 		RowID: id, GUID: guid, Sender: alice, Service: "imessage", Date: date, IsDelivered: true,
-		Chat: chatdb.Chat{RowID: chat.RowID, GUID: "iMessage;-;" + alice, Identifier: alice, Service: "imessage",
+		Chat: chatdb.Chat{RowID: chat.RowID, GUID: "iMessage;-;" + alice, RawGUID: "iMessage;-;" + alice, Identifier: alice, Service: "imessage",
 			Participants: []string{alice}},
 	}
 	if str(r.Text) != "Hello “you”" {
@@ -266,7 +266,7 @@ func TestRowsGroupChat(t *testing.T) {
 	_, out := f.Insert(chatdbtest.Msg{Chat: chat, Text: "hi bob", IsSent: true})
 	db := open(t, f)
 	r := byGUID(t, db, in)
-	wantChat := chatdb.Chat{RowID: chat.RowID, GUID: chat.GUID, Identifier: chat.Identifier, IsGroup: true,
+	wantChat := chatdb.Chat{RowID: chat.RowID, GUID: chat.GUID, RawGUID: chat.GUID, Identifier: chat.Identifier, IsGroup: true,
 		DisplayName: "Weekend", Service: "imessage", Participants: []string{"+15551230001", "+15551230003", bob}}
 	if !reflect.DeepEqual(r.Chat, wantChat) {
 		t.Errorf("Chat:\n got %+v\nwant %+v", r.Chat, wantChat)
@@ -638,59 +638,76 @@ func TestRowsByGUID(t *testing.T) {
 	}
 }
 
+// outgoing finds the rows of a send and returns their GUIDs.
+func outgoing(t *testing.T, db *chatdb.DB, o chatdb.Outgoing) []string {
+	t.Helper()
+	rs, err := db.FindOutgoing(context.Background(), o)
+	if err != nil {
+		t.Fatalf("FindOutgoing(%+v): %v", o, err)
+	}
+	if rs != nil && len(rs) == 0 {
+		t.Errorf("FindOutgoing(%+v) = an empty slice, want nil", o)
+	}
+	var guids []string
+	for _, r := range rs {
+		guids = append(guids, r.GUID)
+	}
+	return guids
+}
+
 func TestFindOutgoing(t *testing.T) {
 	f := chatdbtest.New(t, t.TempDir())
 	chat := f.DirectChat("iMessage", alice)
 	other := f.DirectChat("iMessage", bob)
 	start := time.Now().Add(-time.Minute)
-	// Older rows with the same text: before since, and at or below the
-	// watermark.
+	// Older rows with the same text: before since, and at the mark.
 	f.Insert(chatdbtest.Msg{Chat: chat, Text: "See you at 5", Date: start.Add(-time.Hour)})
 	mark, _ := f.Insert(chatdbtest.Msg{Chat: chat, Text: "See you at 5", Date: start.Add(time.Second)})
-	// Same text, wrong chat; same text, inbound.
+	// Same text, wrong chat; same text, inbound; a tapback of ours.
 	f.Insert(chatdbtest.Msg{Chat: other, Text: "See you at 5", Date: start.Add(2 * time.Second)})
 	f.Insert(chatdbtest.Msg{Chat: chat, From: alice, Text: "See you at 5", Date: start.Add(3 * time.Second)})
+	f.Insert(chatdbtest.Msg{Chat: chat, Text: "See you at 5", ReactionTo: "X", ReactionType: 2000, Date: start.Add(3 * time.Second)})
 	// Ours, with the spacing and quotes Messages may change, Ventura-style.
 	id, g := f.Insert(chatdbtest.Msg{Chat: chat, Text: "See  you\u00a0at 5!", Ventura: true, Date: start.Add(4 * time.Second)})
 	_, file := f.Insert(chatdbtest.Msg{Chat: chat, Date: start.Add(5 * time.Second), Attachments: []chatdbtest.FileSpec{
 		{Path: "~/Library/Messages/Attachments/blueline/u/report.pdf", MimeType: "application/pdf", TransferName: "report.pdf"}}})
 	_, emoji := f.Insert(chatdbtest.Msg{Chat: chat, Text: "👍", Date: start.Add(6 * time.Second)})
+	_, accented := f.Insert(chatdbtest.Msg{Chat: chat, Date: start.Add(7 * time.Second), Attachments: []chatdbtest.FileSpec{
+		{Path: "~/Library/Messages/Attachments/blueline/v/r.pdf", MimeType: "application/pdf", TransferName: "Re\u0301sume\u0301.PDF"}}})
 
 	db := open(t, f)
 	ctx := context.Background()
-	r, ok, err := db.FindOutgoing(ctx, chat.GUID, mark, start, "See you at 5", "")
-	if err != nil || !ok || r.GUID != g || r.RowID != id {
-		t.Fatalf("by text: got %v %v %v, want row %d", r.GUID, ok, err, id)
-	}
-	r, ok, err = db.FindOutgoing(ctx, chat.GUID, mark, start, "", "report.pdf")
-	if err != nil || !ok || r.GUID != file {
-		t.Fatalf("by file name: got %v %v %v, want %s", r.GUID, ok, err, file)
-	}
-	r, ok, err = db.FindOutgoing(ctx, chat.GUID, mark, start, "👍", "")
-	if err != nil || !ok || r.GUID != emoji {
-		t.Fatalf("emoji: got %v %v %v, want %s", r.GUID, ok, err, emoji)
+	rs, err := db.FindOutgoing(ctx, chatdb.Outgoing{Identifier: alice, After: mark, Since: start, Text: "See you at 5"})
+	if err != nil || len(rs) != 1 || rs[0].GUID != g || rs[0].RowID != id || !rs[0].IsFromMe || rs[0].Chat.GUID != chat.GUID {
+		t.Fatalf("by text: got %+v, %v; want row %d", rs, err, id)
 	}
 	for _, tc := range []struct {
-		name     string
-		chat     string
-		after    int64
-		since    time.Time
-		text     string
-		filename string
+		name string
+		o    chatdb.Outgoing
+		want []string
 	}{
-		{"other chat only", other.GUID, id, start, "See you at 5", ""},
-		{"after our row", chat.GUID, id, start, "See you at 5", ""},
-		{"too late", chat.GUID, 0, start.Add(time.Hour), "See you at 5", ""},
-		{"other text", chat.GUID, 0, start, "See you at 6", ""},
-		{"other file", chat.GUID, 0, start, "", "report.doc"},
-		{"other emoji", chat.GUID, 0, start, "👎", ""},
-		{"no such chat", "iMessage;-;nobody", 0, time.Time{}, "See you at 5", ""},
+		{"by file name", chatdb.Outgoing{Identifier: alice, After: mark, Since: start, Filename: "report.pdf"}, []string{file}},
+		{"file name in another case and form", chatdb.Outgoing{Identifier: alice, After: mark, Since: start, Filename: "résumé.pdf"}, []string{accented}},
+		{"emoji", chatdb.Outgoing{Identifier: alice, After: mark, Since: start, Text: "👍"}, []string{emoji}},
+		{"other chat only", chatdb.Outgoing{Identifier: bob, After: id, Since: start, Text: "See you at 5"}, nil},
+		{"after our row", chatdb.Outgoing{Identifier: alice, After: id, Since: start, Text: "See you at 5"}, nil},
+		{"too late", chatdb.Outgoing{Identifier: alice, Since: start.Add(time.Hour), Text: "See you at 5"}, nil},
+		{"other text", chatdb.Outgoing{Identifier: alice, Since: start, Text: "See you at 6"}, nil},
+		{"a longer text", chatdb.Outgoing{Identifier: alice, Since: start, Text: "See you at 5 tomorrow"}, nil},
+		{"other file", chatdb.Outgoing{Identifier: alice, Since: start, Filename: "report.doc"}, nil},
+		{"other emoji", chatdb.Outgoing{Identifier: alice, Since: start, Text: "👎"}, nil},
+		{"no such chat", chatdb.Outgoing{Identifier: "nobody", Text: "See you at 5"}, nil},
+		{"as a group", chatdb.Outgoing{Identifier: alice, IsGroup: true, After: mark, Since: start, Text: "See you at 5"}, []string{g}},
 	} {
-		if r, ok, err := db.FindOutgoing(ctx, tc.chat, tc.after, tc.since, tc.text, tc.filename); err != nil || ok {
-			t.Errorf("%s: found %s (%v)", tc.name, r.GUID, err)
+		if got := outgoing(t, db, tc.o); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: found %v, want %v", tc.name, got, tc.want)
 		}
 	}
-	if _, _, err := db.FindOutgoing(ctx, chat.GUID, 0, start, "", ""); err == nil {
+	// Only bob's own chat has bob's row, whatever the case of his address.
+	if got := outgoing(t, db, chatdb.Outgoing{Identifier: "BOB@Example.COM", Text: "See you at 5"}); len(got) != 1 {
+		t.Errorf("bob in another case: found %v, want his row", got)
+	}
+	if _, err := db.FindOutgoing(ctx, chatdb.Outgoing{Identifier: alice, Since: start}); err == nil {
 		t.Error("FindOutgoing without text or file name succeeded")
 	}
 }
@@ -698,15 +715,19 @@ func TestFindOutgoing(t *testing.T) {
 func TestFindOutgoingScansPastManyRows(t *testing.T) {
 	f := chatdbtest.New(t, t.TempDir())
 	chat := f.DirectChat("iMessage", alice)
+	var mark int64
 	f.Batch(func() {
-		for range 450 {
-			f.Insert(chatdbtest.Msg{Chat: chat, Text: "noise"})
+		for range 300 {
+			mark, _ = f.Insert(chatdbtest.Msg{Chat: chat, Text: "needle"}) // before the mark
+		}
+		for i := range 1200 {
+			f.Insert(chatdbtest.Msg{Chat: chat, Text: "noise " + strconv.Itoa(i)})
 		}
 	})
 	_, g := f.Insert(chatdbtest.Msg{Chat: chat, Text: "needle"})
-	r, ok, err := open(t, f).FindOutgoing(context.Background(), chat.GUID, 0, time.Time{}, "needle", "")
-	if err != nil || !ok || r.GUID != g {
-		t.Fatalf("got %v %v %v, want %s", r.GUID, ok, err, g)
+	db := open(t, f)
+	if got := outgoing(t, db, chatdb.Outgoing{Identifier: alice, After: mark, Text: "needle"}); !slices.Equal(got, []string{g}) {
+		t.Fatalf("found %v, want %s past 1200 rows", got, g)
 	}
 }
 

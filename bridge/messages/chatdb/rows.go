@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/blueline-app/blueline/bridge/messages/typedstream"
 )
 
@@ -67,8 +69,13 @@ type Row struct {
 type Chat struct {
 	RowID int64
 	// GUID is "iMessage;-;+15551234567" for a one-to-one chat,
-	// "iMessage;+;chat123…" for a group.
+	// "iMessage;+;chat123…" for a group: always service-prefixed, so that
+	// a chat is named alike whichever form Messages stores it under (see
+	// CanonicalGUID).
 	GUID string
+	// RawGUID is the chat's GUID as Messages stores it: on macOS 26 it may
+	// be "any;-;…" or "any;+;…".
+	RawGUID string
 	// Identifier is the address of a one-to-one chat, "chat…" for a group.
 	Identifier  string
 	IsGroup     bool
@@ -191,95 +198,234 @@ func (db *DB) RowsByGUID(ctx context.Context, guids []string) ([]Row, error) {
 	return out, nil
 }
 
-// FindOutgoing finds the row Messages inserted for one of our sends: the
-// first row sent by the account owner in the chat with GUID chatGUID, dated
-// at or after since, with ROWID greater than afterRowID, whose body matches
-// text (compared on letters and digits only, as Messages may change spaces
-// and quotes) when text is not empty, or which carries an attachment named
-// filename when filename is not empty.
-func (db *DB) FindOutgoing(ctx context.Context, chatGUID string, afterRowID int64, since time.Time, text, filename string) (Row, bool, error) {
-	if text == "" && filename == "" {
-		return Row{}, false, errors.New("chatdb: find outgoing: text or filename required")
+// CanonicalGUID returns the service-prefixed form of a chat GUID. macOS 26
+// may store a chat as "any;-;+1555…" or "any;+;chat…", with the service only
+// in the chat's service_name; such a GUID becomes "iMessage;-;+1555…",
+// "SMS;-;…" or "RCS;-;…" (iMessage when service_name says nothing), so
+// that the same conversation keeps one name whichever form it is stored
+// under. Other GUIDs are returned as they are.
+func CanonicalGUID(guid, serviceName string) string {
+	prefix, rest, ok := strings.Cut(guid, ";")
+	if !ok || !strings.EqualFold(prefix, "any") {
+		return guid
 	}
-	var sinceNanos int64
-	if !since.IsZero() {
-		sinceNanos = appleNanos(since)
-	}
-	const batch = 200
-	wantText := normalise(text)
-	for {
-		var found Row
-		var ok bool
-		var n int
-		err := db.readTx(ctx, func(tx *sql.Tx) error {
-			rows, err := db.queryRowIDs(ctx, tx, `SELECT m.ROWID FROM message m
-				JOIN chat_message_join cmj ON cmj.message_id = m.ROWID
-				JOIN chat c ON c.ROWID = cmj.chat_id
-				WHERE c.guid = ? AND m.is_from_me = 1 AND m.ROWID > ? AND m.date >= ?
-				ORDER BY m.ROWID LIMIT ?`, chatGUID, afterRowID, sinceNanos, batch)
-			if err != nil || len(rows) == 0 {
-				return err
-			}
-			n = len(rows)
-			afterRowID = rows[len(rows)-1]
-			args := make([]any, len(rows))
-			for i, id := range rows {
-				args[i] = id
-			}
-			cands, weak, err := db.queryRows(ctx, tx, nil, " WHERE m.ROWID IN ("+placeholders(len(rows))+") ORDER BY m.ROWID", args...)
-			if err != nil {
-				return err
-			}
-			if err := db.complete(ctx, tx, cands, weak, nil); err != nil {
-				return err
-			}
-			for _, r := range cands {
-				if r.AssociatedType != 0 || r.ItemType != 0 {
-					continue
-				}
-				if (text != "" && textMatches(r.Text, text, wantText)) ||
-					(filename != "" && hasAttachment(r.Attachments, filename)) {
-					found, ok = r, true
-					return nil
-				}
-			}
-			return nil
-		})
-		if err != nil || ok || n < batch {
-			return found, ok, err
-		}
-	}
+	return ServicePrefix(serviceName) + ";" + rest
 }
 
-func textMatches(body *string, text, normalised string) bool {
-	if body == nil {
-		return false
+// ServicePrefix is the GUID prefix of a Messages service name: "SMS",
+// "RCS", or "iMessage" for anything else (including "" and "any").
+func ServicePrefix(serviceName string) string {
+	switch strings.ToLower(serviceName) {
+	case "sms":
+		return "SMS"
+	case "rcs":
+		return "RCS"
 	}
-	if normalised == "" {
+	return "iMessage"
+}
+
+// StoredChat is a chat row as Messages stores it.
+type StoredChat struct {
+	GUID        string // as stored: may start "any;"
+	ServiceName string // as stored: "iMessage", "SMS", "RCS", or ""
+}
+
+// ChatsByIdentifier lists the chats Messages keeps for an identifier (a
+// contact's address, or a group's "chat…"), oldest first: the same
+// conversation can sit under several GUIDs (a service-prefixed one and an
+// "any;" one, or one per service).
+func (db *DB) ChatsByIdentifier(ctx context.Context, identifier string) ([]StoredChat, error) {
+	rs, err := db.db.QueryContext(ctx, `SELECT guid, service_name FROM chat
+		WHERE chat_identifier = ? COLLATE NOCASE ORDER BY ROWID`, identifier)
+	if err != nil {
+		return nil, fmt.Errorf("chatdb: query chats of %s: %w", identifier, err)
+	}
+	defer rs.Close()
+	var out []StoredChat
+	for rs.Next() {
+		var guid, service sql.NullString
+		if err := rs.Scan(&guid, &service); err != nil {
+			return nil, fmt.Errorf("chatdb: scan chat: %w", err)
+		}
+		out = append(out, StoredChat{GUID: guid.String, ServiceName: service.String})
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("chatdb: query chats of %s: %w", identifier, err)
+	}
+	return out, nil
+}
+
+// FailedRow is a message of the account owner's that Messages marked
+// failed.
+type FailedRow struct {
+	GUID   string
+	Error  int
+	IsSent bool
+}
+
+// FailedOutgoing lists the messages sent by the account owner dated at or
+// after since that carry an error code.
+func (db *DB) FailedOutgoing(ctx context.Context, since time.Time) ([]FailedRow, error) {
+	rs, err := db.db.QueryContext(ctx, `SELECT guid, error, is_sent FROM message
+		WHERE date >= ? AND is_from_me = 1 AND error != 0`, appleNanos(since))
+	if err != nil {
+		return nil, fmt.Errorf("chatdb: query failed messages: %w", err)
+	}
+	defer rs.Close()
+	var out []FailedRow
+	for rs.Next() {
+		var f FailedRow
+		var sent sql.NullInt64
+		if err := rs.Scan(&f.GUID, &f.Error, &sent); err != nil {
+			return nil, fmt.Errorf("chatdb: scan failed message: %w", err)
+		}
+		f.IsSent = sent.Int64 != 0
+		out = append(out, f)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("chatdb: query failed messages: %w", err)
+	}
+	return out, nil
+}
+
+// Outgoing describes a send to find in the database.
+type Outgoing struct {
+	// Identifier is the recipient: the contact's address, or the group's
+	// "chat…" identifier. A row filed under any chat of that identifier
+	// counts, whatever its GUID or service (Messages may file a send under
+	// the participant's chat, an SMS chat, a new chat for the same handle);
+	// for a one-to-one chat, so does a row under no chat at all whose
+	// handle is the contact.
+	Identifier string
+	IsGroup    bool
+	// After is the highest ROWID before the send; Since is when it began
+	// (a little early, for clock skew).
+	After int64
+	Since time.Time
+	// Text, when not "", is matched on letters and digits only, after
+	// Unicode normalisation (NFC): Messages may change spaces, quotes and
+	// dashes. A text Messages split in two (it does so around a link)
+	// matches as the run of rows that together hold it.
+	Text string
+	// Filename, when not "", is the name of the attachment to find.
+	Filename string
+}
+
+// FindOutgoing finds the rows Messages inserted for one of our sends: rows
+// sent by the account owner after o.After, dated at or after o.Since, in
+// one of the recipient's chats, whose body is o.Text or which carry an
+// attachment named o.Filename. It returns them in ROWID order (more than
+// one for a split text), or none.
+func (db *DB) FindOutgoing(ctx context.Context, o Outgoing) ([]Row, error) {
+	if o.Text == "" && o.Filename == "" {
+		return nil, errors.New("chatdb: find outgoing: text or filename required")
+	}
+	var sinceNanos int64
+	if !o.Since.IsZero() {
+		sinceNanos = appleNanos(o.Since)
+	}
+	var cands []Row
+	err := db.readTx(ctx, func(tx *sql.Tx) error {
+		// The ROWID bound keeps this to the rows written since the send
+		// began; each condition below is then cheap.
+		ids, err := db.queryRowIDs(ctx, tx, `SELECT m.ROWID FROM message m
+			WHERE m.ROWID > ? AND m.is_from_me = 1 AND m.date >= ? AND (
+				EXISTS (SELECT 1 FROM chat_message_join cmj JOIN chat c ON c.ROWID = cmj.chat_id
+					WHERE cmj.message_id = m.ROWID AND c.chat_identifier = ? COLLATE NOCASE)
+				OR (? AND m.handle_id IN (SELECT h.ROWID FROM handle h WHERE h.id = ? COLLATE NOCASE)
+					AND NOT EXISTS (SELECT 1 FROM chat_message_join cmj WHERE cmj.message_id = m.ROWID)))
+			ORDER BY m.ROWID`, o.After, sinceNanos, o.Identifier, !o.IsGroup, o.Identifier)
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		args := make([]any, len(ids))
+		for i, id := range ids {
+			args[i] = id
+		}
+		var weak map[int64]bool
+		cands, weak, err = db.queryRows(ctx, tx, nil, " WHERE m.ROWID IN ("+placeholders(len(ids))+") ORDER BY m.ROWID", args...)
+		if err != nil {
+			return err
+		}
+		return db.complete(ctx, tx, cands, weak, nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	cands = slices.DeleteFunc(cands, func(r Row) bool { return r.AssociatedType != 0 || r.ItemType != 0 })
+	if o.Filename != "" {
+		for _, r := range cands {
+			if hasAttachment(r.Attachments, o.Filename) {
+				return []Row{r}, nil
+			}
+		}
+		return nil, nil
+	}
+	return matchText(cands, o.Text), nil
+}
+
+// matchText finds the row holding text, or the run of rows that together
+// hold it in order (other rows may sit between them), among rows in ROWID
+// order.
+func matchText(rows []Row, text string) []Row {
+	want := normalise(text)
+	if want == "" {
 		// Only symbols or emoji: nothing survives normalising, so compare
 		// the texts themselves.
-		return strings.TrimSpace(*body) == strings.TrimSpace(text)
+		for _, r := range rows {
+			if r.Text != nil && strings.TrimSpace(norm.NFC.String(*r.Text)) == strings.TrimSpace(norm.NFC.String(text)) {
+				return []Row{r}
+			}
+		}
+		return nil
 	}
-	return normalise(*body) == normalised
+	for i, r := range rows {
+		first := rowText(r)
+		if first == "" || !strings.HasPrefix(want, first) {
+			continue
+		}
+		run, got := []Row{r}, first
+		for _, next := range rows[i+1:] {
+			if got == want {
+				break
+			}
+			if part := rowText(next); part != "" && strings.HasPrefix(want[len(got):], part) {
+				run, got = append(run, next), got+part
+			}
+		}
+		if got == want {
+			return run
+		}
+	}
+	return nil
+}
+
+func rowText(r Row) string {
+	if r.Text == nil {
+		return ""
+	}
+	return normalise(*r.Text)
 }
 
 func hasAttachment(atts []Attachment, filename string) bool {
+	want := norm.NFC.String(filename)
 	for _, a := range atts {
-		if a.TransferName == filename {
+		if strings.EqualFold(norm.NFC.String(a.TransferName), want) {
 			return true
 		}
 	}
 	return false
 }
 
-// normalise keeps only the letters and digits of s.
+// normalise keeps only the letters and digits of s, in Unicode normal form
+// C (a text may come back decomposed).
 func normalise(s string) string {
 	return strings.Map(func(r rune) rune {
 		if unicode.IsLetter(r) || unicode.IsDigit(r) {
 			return r
 		}
 		return -1
-	}, s)
+	}, norm.NFC.String(s))
 }
 
 func (db *DB) queryRowIDs(ctx context.Context, q queryer, query string, args ...any) ([]int64, error) {
@@ -501,7 +647,8 @@ func (db *DB) chats(ctx context.Context, tx *sql.Tx, rows []Row) (map[int64]Chat
 			if err := rs.Scan(&c.RowID, &guid, &style, &ident, &service, &name); err != nil {
 				return fmt.Errorf("chatdb: scan chat: %w", err)
 			}
-			c.GUID, c.Identifier, c.DisplayName = guid.String, ident.String, name.String
+			c.RawGUID, c.Identifier, c.DisplayName = guid.String, ident.String, name.String
+			c.GUID = CanonicalGUID(c.RawGUID, service.String)
 			c.IsGroup = style.Int64 == 43 || strings.Contains(c.GUID, ";+;")
 			c.Service = serviceName(service.String)
 			if c.Service == "" {
