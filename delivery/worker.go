@@ -257,9 +257,10 @@ func (w *Worker) send(ctx context.Context, item storage.OutboxItem) (_ storage.S
 	defer cancel()
 	// handed is set once the bridge may have handed the message over: from
 	// then on only an error it marks NotSent may lead to another attempt.
+	// An error the bridge made permanent already says what happened.
 	var handed atomic.Bool
 	defer func() {
-		if err != nil && handed.Load() && !bridge.IsNotSent(err) && ctx.Err() == nil {
+		if err != nil && handed.Load() && !bridge.IsNotSent(err) && !bridge.IsPermanent(err) && ctx.Err() == nil {
 			err = bridge.Permanent(fmt.Errorf("outcome unknown, not retried to avoid a duplicate: %w", err))
 		}
 	}()

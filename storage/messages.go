@@ -54,13 +54,24 @@ func (db *DB) MessageByID(ctx context.Context, id string) (Message, error) {
 func (db *DB) MessageByGUID(ctx context.Context, guid string) (Message, error) {
 	var m Message
 	err := db.bolt.View(func(tx *bolt.Tx) error {
-		id := tx.Bucket(bktMessageGUIDs).Get([]byte(guid))
-		if id == nil {
-			return ErrNotFound
-		}
-		return getMessage(tx, id, &m)
+		_, err := messageKeyByGUID(tx, guid, &m)
+		return err
 	})
 	return m, err
+}
+
+// messageKeyByGUID loads the message with a network GUID into m and returns
+// its key in the chat-messages bucket, or ErrNotFound.
+func messageKeyByGUID(tx *bolt.Tx, guid string, m *Message) ([]byte, error) {
+	id := tx.Bucket(bktMessageGUIDs).Get([]byte(guid))
+	if id == nil {
+		return nil, ErrNotFound
+	}
+	key := tx.Bucket(bktMessages).Get(id)
+	if key == nil {
+		return nil, ErrNotFound
+	}
+	return key, getJSON(tx.Bucket(bktChatMessages), key, m)
 }
 
 func getMessage(tx *bolt.Tx, id []byte, m *Message) error {

@@ -400,19 +400,16 @@ func adoptMessage(tx *bolt.Tx, m *Message) (bool, error) {
 	if m.GUID == "" {
 		return false, nil
 	}
-	id := tx.Bucket(bktMessageGUIDs).Get([]byte(m.GUID))
-	if id == nil {
+	var stored Message
+	key, err := messageKeyByGUID(tx, m.GUID, &stored)
+	if errors.Is(err, ErrNotFound) {
 		return false, nil
 	}
-	key := tx.Bucket(bktMessages).Get(id)
-	if key == nil {
-		return false, nil
-	}
-	outboxID := m.OutboxID
-	if err := getJSON(tx.Bucket(bktChatMessages), key, m); err != nil {
+	if err != nil {
 		return false, err
 	}
-	m.OutboxID = outboxID
+	stored.OutboxID = m.OutboxID
+	*m = stored
 	return true, putJSON(tx.Bucket(bktChatMessages), key, *m)
 }
 
@@ -428,16 +425,9 @@ var ErrNotSentItem = errors.New("not the message of a sent outbox item")
 func (db *DB) MarkLateFailure(ctx context.Context, lineID, guid, reason string) (item OutboxItem, changed bool, err error) {
 	err = db.bolt.Batch(func(tx *bolt.Tx) error {
 		changed = false
-		id := tx.Bucket(bktMessageGUIDs).Get([]byte(guid))
-		if id == nil {
-			return ErrNotFound
-		}
-		key := tx.Bucket(bktMessages).Get(id)
-		if key == nil {
-			return ErrNotFound
-		}
 		var m Message
-		if err := getJSON(tx.Bucket(bktChatMessages), key, &m); err != nil {
+		key, err := messageKeyByGUID(tx, guid, &m)
+		if err != nil {
 			return err
 		}
 		if m.LineID != lineID || m.OutboxID == "" {
