@@ -2,7 +2,7 @@
 //
 //	blueline serve [--config FILE]
 //	blueline keys create|list|revoke …
-//	blueline sim inbound …
+//	blueline sim inbound|reaction|typing|edit|unsend|read|group …
 //	blueline sandbox
 //	blueline version
 package main
@@ -24,6 +24,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -65,8 +66,13 @@ Usage:
   blueline keys revoke [--config FILE] ID
   blueline sim inbound [--config FILE] --line HANDLE --from HANDLE [--text TEXT] [--attach PATH | --audio PATH [--transcription TEXT]]
                        [--chat cht_… | --group NAME --participants a,b,c]
-  blueline sim reaction [--config FILE] --line HANDLE --from HANDLE --message MSG_ID_OR_GUID --type TYPE [--remove]
+  blueline sim reaction [--config FILE] --line HANDLE --from HANDLE --message MSG_ID_OR_GUID --type TYPE [--emoji EMOJI] [--remove]
   blueline sim typing [--config FILE] --line HANDLE --from HANDLE [--chat cht_…] [--state on|off]
+  blueline sim edit [--config FILE] --line HANDLE --from HANDLE --message MSG_ID_OR_GUID --text TEXT
+  blueline sim unsend [--config FILE] --line HANDLE --from HANDLE --message MSG_ID_OR_GUID
+  blueline sim read [--config FILE] --line HANDLE --from HANDLE [--message MSG_ID_OR_GUID] [--delivered-only]
+  blueline sim group [--config FILE] --line HANDLE --chat cht_… --by HANDLE
+                     --add HANDLE | --remove HANDLE | --leave | --rename NAME | --photo | --remove-photo
   blueline sandbox [--config FILE]      show the sandbox line and its activation code
   blueline webhooks list [--config FILE]
   blueline webhooks deliveries [--config FILE] [--webhook wh_…] [--delivery dlv_…] [--limit N]
@@ -412,7 +418,8 @@ func openBridges(ctx context.Context, cfg *config.Config, db *storage.DB, lines 
 		mb, err := messages.Open(ctx, messages.Config{
 			Line: l.Handle, Service: l.Service, ChatDB: lc.ChatDB, Osascript: lc.Osascript,
 			AttachmentsDir: lc.AttachmentsDir, HelperPort: lc.HelperPort, PollOnly: !*lc.Watch, SMSFallback: lc.SMSFallback,
-			TextTimeout: lc.SendTimeout.Duration, FileTimeout: lc.FileSendTimeout.Duration, Cursor: lineCursor{db, l.ID}, Log: log,
+			TextTimeout: lc.SendTimeout.Duration, FileTimeout: lc.FileSendTimeout.Duration, Poll: lc.Poll.Duration,
+			TransferWait: lc.TransferWait.Duration, Cursor: lineCursor{db, l.ID}, Log: log,
 		})
 		if err != nil {
 			closeBridges(bridges)
@@ -697,9 +704,12 @@ func splitList(s string) []string {
 	return out
 }
 
+// simCommands lists the sim subcommands, for the usage errors.
+const simCommands = "inbound, reaction, typing, edit, unsend, read or group"
+
 func cmdSim(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: sim needs a subcommand: inbound, reaction or typing", errUsage)
+		return fmt.Errorf("%w: sim needs a subcommand: %s", errUsage, simCommands)
 	}
 	fs := flag.NewFlagSet("sim "+args[0], flag.ContinueOnError)
 	cfgPath := fs.String("config", "", "configuration file")
@@ -750,13 +760,20 @@ func cmdSim(ctx context.Context, args []string, stdout io.Writer) error {
 		fs.StringVar(&req.Line, "line", "", "the line whose message is reacted to")
 		fs.StringVar(&req.From, "from", "", "the simulated contact's handle")
 		fs.StringVar(&req.Message, "message", "", "the message (msg_… or GUID)")
-		fs.StringVar(&req.Type, "type", "", "love, like, dislike, laugh, emphasize or question")
+		fs.StringVar(&req.Type, "type", "", "love, like, dislike, laugh, emphasize, question, emoji (with --emoji) or sticker")
+		fs.StringVar(&req.Emoji, "emoji", "", "the emoji of a --type emoji tapback")
 		fs.BoolVar(&req.Remove, "remove", false, "remove the reaction instead of adding it")
 		if err := parseNoArgs(fs, args[1:]); err != nil {
 			return err
 		}
 		if req.Line == "" || req.From == "" || req.Message == "" || req.Type == "" {
 			return fmt.Errorf("%w: sim reaction needs --line, --from, --message and --type", errUsage)
+		}
+		switch {
+		case req.Type == bridge.ReactionEmoji && req.Emoji == "":
+			return fmt.Errorf("%w: --type emoji needs --emoji", errUsage)
+		case req.Type != bridge.ReactionEmoji && req.Emoji != "":
+			return fmt.Errorf("%w: --emoji goes with --type emoji", errUsage)
 		}
 		path, in = "/sim/reaction", req
 	case "typing":
@@ -775,10 +792,107 @@ func cmdSim(ctx context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("%w: --state is on or off", errUsage)
 		}
 		path, in = "/sim/typing", req
+	case "edit":
+		var req server.SimEdit
+		fs.StringVar(&req.Line, "line", "", "the line the message was sent to")
+		fs.StringVar(&req.From, "from", "", "the simulated contact who sent it")
+		fs.StringVar(&req.Message, "message", "", "the message (msg_… or GUID)")
+		fs.StringVar(&req.Text, "text", "", "the message's new text")
+		if err := parseNoArgs(fs, args[1:]); err != nil {
+			return err
+		}
+		if req.Line == "" || req.From == "" || req.Message == "" || req.Text == "" {
+			return fmt.Errorf("%w: sim edit needs --line, --from, --message and --text", errUsage)
+		}
+		path, in = "/sim/edit", req
+	case "unsend":
+		var req server.SimUnsend
+		fs.StringVar(&req.Line, "line", "", "the line the message was sent to")
+		fs.StringVar(&req.From, "from", "", "the simulated contact who sent it")
+		fs.StringVar(&req.Message, "message", "", "the message (msg_… or GUID)")
+		if err := parseNoArgs(fs, args[1:]); err != nil {
+			return err
+		}
+		if req.Line == "" || req.From == "" || req.Message == "" {
+			return fmt.Errorf("%w: sim unsend needs --line, --from and --message", errUsage)
+		}
+		path, in = "/sim/unsend", req
+	case "read":
+		var req server.SimRead
+		fs.StringVar(&req.Line, "line", "", "the line whose message is read")
+		fs.StringVar(&req.From, "from", "", "the simulated contact who reads it")
+		fs.StringVar(&req.Message, "message", "", "the line's message (msg_… or GUID); default its latest to --from")
+		fs.BoolVar(&req.DeliveredOnly, "delivered-only", false, "only deliver the message to the contact's device, unread")
+		if err := parseNoArgs(fs, args[1:]); err != nil {
+			return err
+		}
+		if req.Line == "" || req.From == "" {
+			return fmt.Errorf("%w: sim read needs --line and --from", errUsage)
+		}
+		path, in = "/sim/read", req
+	case "group":
+		req, err := parseSimGroup(fs, args[1:])
+		if err != nil {
+			return err
+		}
+		path, in = "/sim/group", req
 	default:
-		return fmt.Errorf("%w: unknown sim command %q (inbound, reaction or typing)", errUsage, args[0])
+		return fmt.Errorf("%w: unknown sim command %q (%s)", errUsage, args[0], simCommands)
 	}
 	return adminPrint(ctx, *cfgPath, http.MethodPost, path, in, stdout)
+}
+
+// parseSimGroup reads `sim group`, whose flags name one change each.
+func parseSimGroup(fs *flag.FlagSet, args []string) (server.SimGroup, error) {
+	var req server.SimGroup
+	fs.StringVar(&req.Line, "line", "", "the line in the group")
+	fs.StringVar(&req.Chat, "chat", "", "the group chat (cht_…)")
+	fs.StringVar(&req.By, "by", "", "the member who makes the change, or the line's own handle")
+	var given []string // the change flags, in order
+	change := func(name, action string) { given, req.Action = append(given, "--"+name), action }
+	member := func(name, action, help string) {
+		fs.Func(name, help, func(v string) error {
+			if v == "" {
+				return errors.New("needs a handle")
+			}
+			change(name, action)
+			req.Participant = v
+			return nil
+		})
+	}
+	member("add", bridge.ChatParticipantAdded, "a handle --by adds to the group")
+	member("remove", bridge.ChatParticipantRemoved, "a member --by removes from the group")
+	// Func, not String: --rename "" is a change too (the name cleared).
+	fs.Func("rename", `the group's new name ("" clears it)`, func(v string) error {
+		change("rename", bridge.ChatRenamed)
+		req.Name = v
+		return nil
+	})
+	for _, f := range []struct{ name, action, help string }{
+		{"leave", bridge.ChatParticipantLeft, "--by leaves the group"},
+		{"photo", bridge.ChatPhotoChanged, "--by changes the group's photo"},
+		{"remove-photo", bridge.ChatPhotoRemoved, "--by removes the group's photo"},
+	} {
+		fs.BoolFunc(f.name, f.help, func(v string) error {
+			on, err := strconv.ParseBool(v)
+			if on {
+				change(f.name, f.action)
+			}
+			return err
+		})
+	}
+	if err := parseNoArgs(fs, args); err != nil {
+		return req, err
+	}
+	switch {
+	case req.Line == "" || req.Chat == "" || req.By == "":
+		return req, fmt.Errorf("%w: sim group needs --line, --chat and --by", errUsage)
+	case len(given) == 0:
+		return req, fmt.Errorf("%w: sim group needs a change: --add, --remove, --leave, --rename, --photo or --remove-photo", errUsage)
+	case len(given) > 1:
+		return req, fmt.Errorf("%w: sim group makes one change at a time, not %s", errUsage, strings.Join(given, " and "))
+	}
+	return req, nil
 }
 
 func cmdWebhooks(ctx context.Context, args []string, stdout io.Writer) error {

@@ -24,7 +24,8 @@ import (
 // BenchmarkMessagesLatency inserts a row into chat.db and times how long it
 // takes to be readable through the API and to reach a local webhook
 // receiver, with the folder watcher and with polling alone.
-// BenchmarkMessagesFirstStart times the first start over 100,000 rows.
+// BenchmarkMessagesFirstStart, in messages_watch_bench_test.go, times the
+// first start over 1,000,000 rows.
 
 func BenchmarkMessagesLatency(b *testing.B) {
 	for _, watch := range []bool{true, false} {
@@ -98,82 +99,6 @@ func pctile(d []time.Duration, q float64) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[int(float64(len(s)-1)*q)]
-}
-
-// The first start over a chat.db of 100,000 messages imports them as
-// history, without one webhook event.
-func BenchmarkMessagesFirstStart(b *testing.B) {
-	const rows = 100_000
-	for range b.N {
-		b.StopTimer()
-		var hits int
-		var mu sync.Mutex
-		srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			hits++
-			mu.Unlock()
-		}))
-		home := b.TempDir()
-		b.Setenv("HOME", home)
-		dir := filepath.Join(home, "Library", "Messages")
-		os.MkdirAll(dir, 0o700)
-		fx := chatdbtest.New(b, dir)
-		chats := make([]chatdbtest.ChatRef, 100)
-		for i := range chats {
-			chats[i] = fx.DirectChat("imessage", fmt.Sprintf("+1555300%04d", i))
-		}
-		fx.Batch(func() {
-			for i := range rows {
-				fx.Insert(chatdbtest.Msg{Chat: chats[i%len(chats)], From: chats[i%len(chats)].Identifier, Text: "old message " + strconv.Itoa(i),
-					Date: time.Now().Add(-time.Duration(rows-i) * time.Second)})
-			}
-		})
-		ca := filepath.Join(b.TempDir(), "ca.pem")
-		writeFile(b, ca, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})))
-		// A webhook registered before the line's first start: it must
-		// receive nothing from the import.
-		cfg := fmt.Sprintf("\n[[lines]]\nhandle = %q\nbridge = \"messages\"\nchat_db = %q\nosascript = \"/bin/false\"\nhelper_port = %d\n",
-			macLine, fx.Path(), freeTCPPort(b))
-		b.StartTimer()
-		start := time.Now()
-		td := startTestDaemon(b, cfg+"[limits]\nrequests_per_hour = 0\n[webhooks]\nallow_private_networks = true\nca_file = "+strconv.Quote(ca)+"\n")
-		key := td.key()
-		td.call("POST", "/v1/webhooks", key, map[string]any{"from": macLine, "url": srv.URL + "/h", "events": []string{"message.received"}})
-		waitCount(b, 5*time.Minute, func() bool {
-			total := 0
-			cursor := ""
-			for {
-				r := td.call("GET", "/v1/chats?from="+macLine+"&limit=100"+cursor, key, nil)
-				total += len(r.data())
-				next, _ := r.body["next_cursor"].(string)
-				if next == "" {
-					break
-				}
-				cursor = "&cursor=" + next
-			}
-			if total < len(chats) {
-				return false
-			}
-			last := td.call("GET", fmt.Sprintf("/v1/messages?from=%s&to=%s&limit=1", macLine, "%2B15553000099"), key, nil).data()
-			return len(last) == 1 && last[0]["text"] == "old message "+strconv.Itoa(rows-1)
-		})
-		b.ReportMetric(time.Since(start).Seconds(), "s-to-import")
-		b.StopTimer()
-		// Nothing new happened: a fresh row is the first webhook event.
-		_, guid := fx.Insert(chatdbtest.Msg{Chat: chats[0], From: chats[0].Identifier, Text: "new"})
-		waitCount(b, 30*time.Second, func() bool {
-			items := td.call("GET", "/v1/messages?from="+macLine+"&to=%2B15553000000&limit=1", key, nil).data()
-			return len(items) == 1 && items[0]["guid"] == guid
-		})
-		waitCount(b, 30*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return hits >= 1 })
-		mu.Lock()
-		if hits != 1 {
-			b.Errorf("the import sent %d webhook events", hits-1)
-		}
-		mu.Unlock()
-		td.stop()
-		srv.Close()
-	}
 }
 
 // BenchmarkMessagesSend sends through the Messages bridge of the real daemon

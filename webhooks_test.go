@@ -174,7 +174,7 @@ func TestWebhookRegistration(t *testing.T) {
 		{"empty events", map[string]any{"from": plainLine, "url": "https://93.184.215.14/h", "events": []string{}}, "invalid_parameter_value", "events"},
 		{"unknown event", map[string]any{"from": plainLine, "url": "https://93.184.215.14/h", "events": []string{"message.deleted"}}, "invalid_parameter_value", "events"},
 		{"typing", map[string]any{"from": plainLine, "url": "https://93.184.215.14/h", "events": []string{"typing.started"}}, "invalid_parameter_value", "events"},
-		{"receipts", map[string]any{"from": plainLine, "url": "https://93.184.215.14/h", "events": []string{"receipt.read"}}, "invalid_parameter_value", "events"},
+		{"typing stopped", map[string]any{"from": plainLine, "url": "https://93.184.215.14/h", "events": []string{"typing.stopped"}}, "invalid_parameter_value", "events"},
 		{"http", map[string]any{"from": plainLine, "url": "http://93.184.215.14/h", "events": all}, "invalid_parameter_value", "url"},
 		{"not a URL", map[string]any{"from": plainLine, "url": "::nope", "events": all}, "invalid_parameter_value", "url"},
 		{"credentials", map[string]any{"from": plainLine, "url": "https://u:p@93.184.215.14/h", "events": all}, "invalid_parameter_value", "url"},

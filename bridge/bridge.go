@@ -120,19 +120,91 @@ type Inbound struct {
 	// name, type and size only.
 	Attachments    []File
 	IsAudioMessage bool
+	// What the network recorded before the message was reported (zero
+	// when nothing): the last edit (Text is the edited body), and for a
+	// message of the line, its delivery and reading. They are stored with
+	// the message, without events of their own.
+	EditedAt    time.Time
+	DeliveredAt time.Time
+	ReadAt      time.Time
 }
 
+// Inbound tapback types beyond ReactionTypes: a tapback with any emoji
+// (iOS 18 and macOS 15 onwards), and one with a sticker. Lines can receive
+// them; they are not sent.
+const (
+	ReactionEmoji   = "emoji"
+	ReactionSticker = "sticker"
+)
+
 // InboundReaction is a tapback added or removed on a line's chat, by a
-// contact or by the line's owner on another device.
+// contact or by the line's owner on another device. A sender has one
+// current tapback on a message: adding one replaces any other.
 type InboundReaction struct {
 	Line       string
 	Chat       Chat
 	TargetGUID string
-	Type       string // one of ReactionTypes
-	Added      bool
-	Sender     string
-	IsFromMe   bool
-	SentAt     time.Time
+	// Type is one of ReactionTypes, ReactionEmoji or ReactionSticker.
+	Type string
+	// Emoji is the tapback's emoji when Type is ReactionEmoji.
+	Emoji    string
+	Added    bool
+	Sender   string
+	IsFromMe bool
+	SentAt   time.Time
+}
+
+// MessageUpdate is what the network recorded about a message after it
+// arrived or was sent: an edit, an unsend, its delivery, its reading. Zero
+// times are "not (yet)"; the sink keeps what it already knows and reports
+// only what is new, so the same update may be given again.
+type MessageUpdate struct {
+	Line string
+	GUID string
+	// Text is the body after the last edit (with EditedAt set).
+	Text     *string
+	EditedAt time.Time
+	// UnsentAt is when the sender took the message back: it keeps its ID
+	// and loses its text and attachments.
+	UnsentAt time.Time
+	// DeliveredAt and ReadAt are for messages the line sent: when the
+	// contact's device received it, and when the contact read it.
+	DeliveredAt time.Time
+	ReadAt      time.Time
+	// Attachments are the message's files as they now are: a file that
+	// had not arrived when the message was reported is filled in.
+	Attachments []File
+}
+
+// Group changes, as ChatUpdate.Action.
+const (
+	ChatParticipantAdded   = "participant_added"
+	ChatParticipantRemoved = "participant_removed"
+	ChatParticipantLeft    = "participant_left"
+	ChatRenamed            = "renamed"
+	ChatPhotoChanged       = "photo_changed"
+	ChatPhotoRemoved       = "photo_removed"
+)
+
+// ChatUpdate is a change to a group chat: a member added, removed or gone,
+// a new name or photo.
+type ChatUpdate struct {
+	Line string
+	Chat Chat
+	// GUID identifies the change on the network (the system message that
+	// records it), so that it is applied once.
+	GUID   string
+	Action string // one of the Chat… constants
+	// Participant is the member added, removed or gone.
+	Participant string
+	// Name is the new name of a renamed chat ("" when the name was
+	// cleared).
+	Name string
+	// By is who made the change, "" when the network does not say; the
+	// line's handle (with IsFromMe) when it was the line's owner.
+	By       string
+	IsFromMe bool
+	At       time.Time
 }
 
 // InboundTyping is a contact starting or stopping typing in a chat.
@@ -186,6 +258,11 @@ type Sink interface {
 	// files (their attachments keep name, type and size, no URL).
 	ReceiveHistory(ctx context.Context, line string, msgs []Inbound) error
 	ReceiveReaction(ctx context.Context, in InboundReaction) error
+	// ReceiveUpdate takes a change to a message. It returns ErrNotRecorded
+	// for a message it does not know (yet).
+	ReceiveUpdate(ctx context.Context, u MessageUpdate) error
+	// ReceiveChatUpdate takes a change to a group chat.
+	ReceiveChatUpdate(ctx context.Context, u ChatUpdate) error
 	ReceiveTyping(ctx context.Context, in InboundTyping) error
 	ReceiveRead(ctx context.Context, in InboundRead) error
 	// ReceiveSendFailure takes a late failure of a message that was sent.

@@ -110,8 +110,14 @@ type Line struct {
 	AttachmentsDir string `toml:"attachments_dir"` // where files are staged for Messages to send
 	HelperPort     int    `toml:"helper_port"`     // loopback port the private-API helper connects to; 0: 45670 + uid - 501
 	// Watch is whether to watch chat.db's folder for changes (true, the
-	// default) or only poll it every second.
+	// default) or only read it every Poll.
 	Watch *bool `toml:"watch"`
+	// Poll is how often chat.db is read whatever the change notices say.
+	Poll Duration `toml:"poll"`
+	// TransferWait is how long a new message waits for its attachments to
+	// finish transferring before it is reported without them (they are
+	// filled in when they arrive).
+	TransferWait Duration `toml:"transfer_wait"`
 	// SMSFallback sends a one-to-one iMessage that cannot reach its
 	// recipient once more as SMS (off by default).
 	SMSFallback bool `toml:"sms_fallback"`
@@ -128,6 +134,8 @@ const (
 	DefaultAttachmentsDir = "~/Library/Messages/Attachments/blueline"
 	DefaultSendTimeout    = 30 * time.Second
 	DefaultFileTimeout    = 3 * time.Minute
+	DefaultPoll           = time.Second
+	DefaultTransferWait   = 2 * time.Minute
 )
 
 // Sandbox is the shared line every API key can reach for trying things out.

@@ -228,7 +228,8 @@ func checkMessagesLine(k *checker, key string, l *Line, chatDBs map[string]strin
 	if l.Bridge != "messages" {
 		for name, set := range map[string]bool{"chat_db": l.ChatDB != "", "osascript": l.Osascript != "",
 			"attachments_dir": l.AttachmentsDir != "", "helper_port": l.HelperPort != 0, "watch": l.Watch != nil,
-			"sms_fallback": l.SMSFallback, "send_timeout": l.SendTimeout.Duration != 0, "file_send_timeout": l.FileSendTimeout.Duration != 0} {
+			"sms_fallback": l.SMSFallback, "send_timeout": l.SendTimeout.Duration != 0, "file_send_timeout": l.FileSendTimeout.Duration != 0,
+			"poll": l.Poll.Duration != 0, "transfer_wait": l.TransferWait.Duration != 0} {
 			if set {
 				k.failf(key+"."+name, "is a setting of bridge = \"messages\" only")
 			}
@@ -248,13 +249,25 @@ func checkMessagesLine(k *checker, key string, l *Line, chatDBs map[string]strin
 		watch := true
 		l.Watch = &watch
 	}
-	for name, d := range map[string]*Duration{"send_timeout": &l.SendTimeout, "file_send_timeout": &l.FileSendTimeout} {
+	for name, d := range map[string]*Duration{"send_timeout": &l.SendTimeout, "file_send_timeout": &l.FileSendTimeout,
+		"transfer_wait": &l.TransferWait} {
 		switch {
 		case d.Duration < 0 || (d.Duration != 0 && d.Duration < time.Second):
 			k.failf(key+"."+name, "must be at least 1s, got %s", d.Duration)
 		case d.Duration > time.Hour:
 			k.failf(key+"."+name, "must be at most 1h, got %s", d.Duration)
 		}
+	}
+	switch d := l.Poll.Duration; {
+	case d < 0 || (d != 0 && d < 100*time.Millisecond):
+		k.failf(key+".poll", "must be at least 100ms, got %s", d)
+	case d > time.Hour:
+		k.failf(key+".poll", "must be at most 1h, got %s", d)
+	case d == 0:
+		l.Poll.Duration = DefaultPoll
+	}
+	if l.TransferWait.Duration == 0 {
+		l.TransferWait.Duration = DefaultTransferWait
 	}
 	if l.SendTimeout.Duration == 0 {
 		l.SendTimeout.Duration = DefaultSendTimeout

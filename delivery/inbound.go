@@ -80,6 +80,9 @@ func (r *Receiver) inbound(line storage.Line, in bridge.Inbound, attachments []s
 			SentAt:         in.SentAt.UnixMilli(),
 			SyncedAt:       now.UnixMilli(),
 			ReplyToGUID:    in.ReplyToGUID,
+			EditedAt:       unixMilli(in.EditedAt),
+			DeliveredAt:    unixMilli(in.DeliveredAt),
+			ReadAt:         unixMilli(in.ReadAt),
 		},
 	}
 }
@@ -106,17 +109,19 @@ func metadataOnly(a bridge.File) storage.Attachment {
 	return storage.Attachment{Filename: a.Filename, MimeType: a.MimeType, Size: a.Size, Transcription: a.Transcription}
 }
 
-// attachments copies a new message's files into the file store. A message
-// seen before keeps its files; only its transcriptions are passed on.
+// attachments copies a message's files into the file store: all of them
+// for a new message; for one seen before, only the files it still lacks
+// (they arrived late), the others passed on as they were.
 func (r *Receiver) attachments(ctx context.Context, in bridge.Inbound) ([]storage.Attachment, error) {
 	out := make([]storage.Attachment, 0, len(in.Attachments))
-	_, err := r.db.MessageByGUID(ctx, in.GUID)
+	stored, err := r.db.MessageByGUID(ctx, in.GUID)
 	seen := err == nil
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return nil, err
 	}
-	for _, a := range in.Attachments {
-		if seen || a.Path == "" {
+	for i, a := range in.Attachments {
+		lacking := !seen || i < len(stored.Attachments) && stored.Attachments[i].FileID == "" && stored.UnsentAt == 0
+		if !lacking || a.Path == "" {
 			out = append(out, metadataOnly(a))
 			continue
 		}
@@ -143,12 +148,20 @@ func (r *Receiver) RecordReaction(ctx context.Context, in bridge.InboundReaction
 	if !ok {
 		return rec, false, fmt.Errorf("inbound reaction for unknown line %s", in.Line)
 	}
-	if !slices.Contains(bridge.ReactionTypes, in.Type) {
+	switch {
+	case in.Type == bridge.ReactionEmoji && in.Emoji == "":
+		return rec, false, errors.New("inbound emoji reaction without its emoji")
+	case in.Type != bridge.ReactionEmoji && in.Type != bridge.ReactionSticker && !slices.Contains(bridge.ReactionTypes, in.Type):
 		return rec, false, fmt.Errorf("inbound reaction of unknown type %q", in.Type)
 	}
+	if in.Type != bridge.ReactionEmoji {
+		in.Emoji = ""
+	}
 	target, err := r.db.MessageByGUID(ctx, in.TargetGUID)
-	if err == nil && target.LineID != line.ID {
-		err = storage.ErrNotFound
+	if err == nil && target.LineID != line.ID || errors.Is(err, storage.ErrNotFound) {
+		// Most often a tapback on a message from before the line was
+		// connected: nothing to attach it to.
+		return rec, false, fmt.Errorf("reaction to message %s: %w", in.TargetGUID, bridge.ErrNotRecorded)
 	}
 	if err != nil {
 		return rec, false, fmt.Errorf("reaction to message %s: %w", in.TargetGUID, err)
@@ -158,7 +171,75 @@ func (r *Receiver) RecordReaction(ctx context.Context, in bridge.InboundReaction
 		in.SentAt = now
 	}
 	return r.db.ApplyReaction(ctx, storage.Reaction{MessageID: target.ID, ChatID: target.ChatID, LineID: line.ID, Type: in.Type,
-		Sender: in.Sender, IsFromMe: in.IsFromMe, Added: in.Added, SentAt: in.SentAt.UnixMilli(), SyncedAt: now.UnixMilli()})
+		Emoji: in.Emoji, Sender: in.Sender, IsFromMe: in.IsFromMe, Added: in.Added, SentAt: in.SentAt.UnixMilli(), SyncedAt: now.UnixMilli()})
+}
+
+// ReceiveUpdate implements bridge.Sink.
+func (r *Receiver) ReceiveUpdate(ctx context.Context, u bridge.MessageUpdate) error {
+	_, _, err := r.RecordUpdate(ctx, u)
+	return err
+}
+
+// RecordUpdate stores what the network recorded about a message after it
+// arrived (an edit, an unsend, delivered, read) and returns the message as
+// stored with the events it caused. A message not recorded (yet) is
+// bridge.ErrNotRecorded.
+func (r *Receiver) RecordUpdate(ctx context.Context, u bridge.MessageUpdate) (storage.Message, []string, error) {
+	line, ok := r.db.LineByHandle(u.Line)
+	if !ok {
+		return storage.Message{}, nil, fmt.Errorf("update for unknown line %s", u.Line)
+	}
+	var atts []storage.Attachment
+	if len(u.Attachments) > 0 {
+		// Files are copied only for a message stored already: attachments
+		// treats any other as new.
+		switch _, err := r.db.MessageByGUID(ctx, u.GUID); {
+		case errors.Is(err, storage.ErrNotFound):
+			return storage.Message{}, nil, fmt.Errorf("message %s: %w", u.GUID, bridge.ErrNotRecorded)
+		case err != nil:
+			return storage.Message{}, nil, err
+		}
+		var err error
+		if atts, err = r.attachments(ctx, bridge.Inbound{GUID: u.GUID, Attachments: u.Attachments}); err != nil {
+			return storage.Message{}, nil, err
+		}
+	}
+	m, events, err := r.db.UpdateMessage(ctx, line.ID, storage.MessageUpdate{GUID: u.GUID, Text: u.Text, Attachments: atts,
+		EditedAt: unixMilli(u.EditedAt), UnsentAt: unixMilli(u.UnsentAt), DeliveredAt: unixMilli(u.DeliveredAt), ReadAt: unixMilli(u.ReadAt)})
+	if errors.Is(err, storage.ErrNotFound) {
+		return m, nil, fmt.Errorf("message %s: %w", u.GUID, bridge.ErrNotRecorded)
+	}
+	return m, events, err
+}
+
+// unixMilli is t in Unix ms, 0 for the zero time.
+func unixMilli(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// ReceiveChatUpdate implements bridge.Sink.
+func (r *Receiver) ReceiveChatUpdate(ctx context.Context, u bridge.ChatUpdate) error {
+	_, _, err := r.RecordChatUpdate(ctx, u)
+	return err
+}
+
+// RecordChatUpdate applies a change to a group chat, once per change GUID,
+// and returns the change with the chat as it left it.
+func (r *Receiver) RecordChatUpdate(ctx context.Context, u bridge.ChatUpdate) (storage.ChatUpdate, bool, error) {
+	line, ok := r.db.LineByHandle(u.Line)
+	if !ok {
+		return storage.ChatUpdate{}, false, fmt.Errorf("chat update for unknown line %s", u.Line)
+	}
+	if u.At.IsZero() {
+		u.At = time.Now()
+	}
+	want := storage.Chat{ID: storage.NewID("cht_"), LineID: line.ID, GUID: u.Chat.GUID, Identifier: u.Chat.Identifier,
+		Service: line.Service, Name: u.Chat.Name, IsGroup: u.Chat.IsGroup, Participants: u.Chat.Participants}
+	return r.db.ApplyChatUpdate(ctx, u.GUID, want, storage.ChatUpdate{Action: u.Action, Participant: u.Participant,
+		Name: u.Name, By: u.By, IsFromMe: u.IsFromMe, At: u.At.UnixMilli()})
 }
 
 // ReceiveTyping implements bridge.Sink.

@@ -89,6 +89,10 @@ func (s *Server) AdminHandler() http.Handler {
 	r.POST("/sim/inbound", wrap(s.adminSimInbound))
 	r.POST("/sim/reaction", wrap(s.adminSimReaction))
 	r.POST("/sim/typing", wrap(s.adminSimTyping))
+	r.POST("/sim/edit", wrap(s.adminSimEdit))
+	r.POST("/sim/unsend", wrap(s.adminSimUnsend))
+	r.POST("/sim/read", wrap(s.adminSimRead))
+	r.POST("/sim/group", wrap(s.adminSimGroup))
 	r.GET("/sandbox", wrap(s.adminSandbox))
 	r.GET("/webhooks", wrap(s.adminWebhooks))
 	r.GET("/webhooks/attempts", wrap(s.adminAttempts))
@@ -232,18 +236,28 @@ type SimInbound struct {
 	Transcription *string `json:"transcription"`
 }
 
-// simContact resolves the line and contact of a simulated event.
-func (s *Server) simContact(lineValue, fromValue string) (storage.Line, string, error) {
-	lh, err := handle.Normalize(lineValue)
+// simLine resolves the line of a simulated event: it must be on the
+// simulated network.
+func (s *Server) simLine(value string) (storage.Line, error) {
+	lh, err := handle.Normalize(value)
 	if err != nil {
-		return storage.Line{}, "", errInvalid("line", "--line must be a line's handle.")
+		return storage.Line{}, errInvalid("line", "--line must be a line's handle.")
 	}
 	line, ok := s.db.LineByHandle(lh)
 	if !ok {
-		return line, "", errNotFound("line_not_found", "line", "No line %s on this server.", lineValue)
+		return line, errNotFound("line_not_found", "line", "No line %s on this server.", value)
 	}
 	if line.Bridge != "sim" {
-		return line, "", errInvalid("line", "Line %s is on the %s bridge, not the simulated network.", line.Handle, line.Bridge)
+		return line, errInvalid("line", "Line %s is on the %s bridge, not the simulated network.", line.Handle, line.Bridge)
+	}
+	return line, nil
+}
+
+// simContact resolves the line and contact of a simulated event.
+func (s *Server) simContact(lineValue, fromValue string) (storage.Line, string, error) {
+	line, err := s.simLine(lineValue)
+	if err != nil {
+		return line, "", err
 	}
 	from, err := handle.Normalize(fromValue)
 	if err != nil {
@@ -261,10 +275,7 @@ func (s *Server) simChat(r *http.Request, line storage.Line, from, chatID string
 	if chatID == "" {
 		return sim.OneToOne(line.Service, from), nil
 	}
-	c, err := s.db.ChatByID(r.Context(), chatID)
-	if errors.Is(err, storage.ErrNotFound) || err == nil && c.LineID != line.ID {
-		return bridge.Chat{}, errNotFound("chat_not_found", "chat", "No chat %s on line %s.", chatID, line.Handle)
-	}
+	c, err := s.lineChat(r, line, chatID)
 	if err != nil {
 		return bridge.Chat{}, err
 	}
@@ -272,6 +283,15 @@ func (s *Server) simChat(r *http.Request, line storage.Line, from, chatID string
 		return bridge.Chat{}, errInvalid("chat", "Chat %s is a one-to-one chat with %s.", c.ID, c.Identifier)
 	}
 	return bridge.Chat{GUID: c.GUID, Identifier: c.Identifier, IsGroup: c.IsGroup, Participants: []string{from}}, nil
+}
+
+// lineChat is the stored chat chatID of line.
+func (s *Server) lineChat(r *http.Request, line storage.Line, chatID string) (storage.Chat, error) {
+	c, err := s.db.ChatByID(r.Context(), chatID)
+	if errors.Is(err, storage.ErrNotFound) || err == nil && c.LineID != line.ID {
+		return c, errNotFound("chat_not_found", "chat", "No chat %s on line %s.", chatID, line.Handle)
+	}
+	return c, err
 }
 
 func (s *Server) adminSimInbound(w http.ResponseWriter, r *http.Request) error {
@@ -344,7 +364,9 @@ type SimReaction struct {
 	From    string `json:"from"`
 	Message string `json:"message"` // msg_ ID or GUID
 	Type    string `json:"type"`
-	Remove  bool   `json:"remove"`
+	// Emoji is the tapback's emoji, with Type bridge.ReactionEmoji.
+	Emoji  string `json:"emoji"`
+	Remove bool   `json:"remove"`
 }
 
 func (s *Server) adminSimReaction(w http.ResponseWriter, r *http.Request) error {
@@ -356,8 +378,15 @@ func (s *Server) adminSimReaction(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	if !slices.Contains(bridge.ReactionTypes, req.Type) {
-		return errInvalid("type", "--type must be one of %s.", strings.Join(bridge.ReactionTypes, ", "))
+	// Contacts may send the tapbacks of recent Apple systems, which lines
+	// only receive.
+	switch {
+	case req.Type != bridge.ReactionEmoji && req.Type != bridge.ReactionSticker && !slices.Contains(bridge.ReactionTypes, req.Type):
+		return errInvalid("type", "--type must be one of %s, %s or %s.", strings.Join(bridge.ReactionTypes, ", "), bridge.ReactionEmoji, bridge.ReactionSticker)
+	case req.Type == bridge.ReactionEmoji && req.Emoji == "":
+		return errMissing("emoji")
+	case req.Type != bridge.ReactionEmoji && req.Emoji != "":
+		return errInvalid("emoji", "--emoji goes with --type %s.", bridge.ReactionEmoji)
 	}
 	m, err := s.findMessage(r, line, req.Message, "message")
 	if err != nil {
@@ -372,7 +401,7 @@ func (s *Server) adminSimReaction(w http.ResponseWriter, r *http.Request) error 
 	}
 	rec, _, err := s.inbound.RecordReaction(r.Context(), bridge.InboundReaction{
 		Line: line.Handle, Chat: bridge.Chat{GUID: c.GUID, Identifier: c.Identifier, IsGroup: c.IsGroup},
-		TargetGUID: m.GUID, Type: req.Type, Added: !req.Remove, Sender: from, SentAt: time.Now(),
+		TargetGUID: m.GUID, Type: req.Type, Emoji: req.Emoji, Added: !req.Remove, Sender: from, SentAt: time.Now(),
 	})
 	if err != nil {
 		return err
@@ -413,6 +442,265 @@ func (s *Server) adminSimTyping(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusCreated, apiIndicator(ind))
+	return nil
+}
+
+// SimEdit is a simulated contact editing the text of a message it sent.
+type SimEdit struct {
+	Line    string `json:"line"`
+	From    string `json:"from"`
+	Message string `json:"message"` // msg_ ID or GUID
+	Text    string `json:"text"`
+}
+
+func (s *Server) adminSimEdit(w http.ResponseWriter, r *http.Request) error {
+	var req SimEdit
+	if err := decodeAdmin(r, &req); err != nil {
+		return err
+	}
+	line, m, err := s.simOwnMessage(r, req.Line, req.From, req.Message)
+	if err != nil {
+		return err
+	}
+	switch {
+	case req.Text == "":
+		return errMissing("text")
+	case m.Text == nil:
+		return errInvalid("message", "Message %s has no text to edit.", req.Message)
+	}
+	// Storage takes an edit no later than the last one for old news: two
+	// edits within a millisecond must still both count.
+	at := time.Now()
+	if at.UnixMilli() <= m.EditedAt {
+		at = time.UnixMilli(m.EditedAt + 1)
+	}
+	return s.simUpdate(w, r, bridge.MessageUpdate{Line: line.Handle, GUID: m.GUID, Text: &req.Text, EditedAt: at})
+}
+
+// SimUnsend is a simulated contact taking back a message it sent.
+type SimUnsend struct {
+	Line    string `json:"line"`
+	From    string `json:"from"`
+	Message string `json:"message"` // msg_ ID or GUID
+}
+
+func (s *Server) adminSimUnsend(w http.ResponseWriter, r *http.Request) error {
+	var req SimUnsend
+	if err := decodeAdmin(r, &req); err != nil {
+		return err
+	}
+	line, m, err := s.simOwnMessage(r, req.Line, req.From, req.Message)
+	if err != nil {
+		return err
+	}
+	return s.simUpdate(w, r, bridge.MessageUpdate{Line: line.Handle, GUID: m.GUID, UnsentAt: time.Now()})
+}
+
+// simOwnMessage is a message that contact fromValue sent to the line and
+// has not unsent: what a contact can still edit or unsend.
+func (s *Server) simOwnMessage(r *http.Request, lineValue, fromValue, message string) (storage.Line, storage.Message, error) {
+	line, from, err := s.simContact(lineValue, fromValue)
+	if err != nil {
+		return line, storage.Message{}, err
+	}
+	if message == "" {
+		return line, storage.Message{}, errMissing("message")
+	}
+	m, err := s.findMessage(r, line, message, "message")
+	switch {
+	case err != nil:
+		return line, m, err
+	case m.IsFromMe || m.Sender != from:
+		return line, m, errInvalid("from", "Message %s was sent by %s, not %s: a contact changes only its own messages.", message, m.Sender, from)
+	case m.UnsentAt != 0:
+		return line, m, errInvalid("message", "Message %s was unsent: it can no longer change.", message)
+	}
+	return line, m, nil
+}
+
+// SimRead is a simulated contact reading what the line sent in their
+// one-to-one chat.
+type SimRead struct {
+	Line string `json:"line"`
+	From string `json:"from"`
+	// Message is the line's message read (msg_ ID or GUID); by default the
+	// line's latest message in the chat.
+	Message string `json:"message"`
+	// DeliveredOnly has the message reach the contact's device, unread.
+	DeliveredOnly bool `json:"delivered_only"`
+}
+
+func (s *Server) adminSimRead(w http.ResponseWriter, r *http.Request) error {
+	var req SimRead
+	if err := decodeAdmin(r, &req); err != nil {
+		return err
+	}
+	line, from, err := s.simContact(req.Line, req.From)
+	if err != nil {
+		return err
+	}
+	var m storage.Message
+	if req.Message == "" {
+		m, err = s.latestSent(r, line, from)
+	} else {
+		m, err = s.sentTo(r, line, from, req.Message)
+	}
+	if err != nil {
+		return err
+	}
+	// A message read was delivered first; storage keeps an earlier
+	// delivery time.
+	now := time.Now()
+	u := bridge.MessageUpdate{Line: line.Handle, GUID: m.GUID, DeliveredAt: now}
+	if !req.DeliveredOnly {
+		u.ReadAt = now
+	}
+	return s.simUpdate(w, r, u)
+}
+
+// sentTo is the line's message given as value (msg_ ID or GUID), which the
+// line must have sent in its one-to-one chat with contact.
+func (s *Server) sentTo(r *http.Request, line storage.Line, contact, value string) (storage.Message, error) {
+	m, err := s.findMessage(r, line, value, "message")
+	if err != nil {
+		return m, err
+	}
+	if !m.IsFromMe {
+		return m, errInvalid("message", "Message %s was sent by %s: a contact reads the line's messages.", value, m.Sender)
+	}
+	c, err := s.db.ChatByID(r.Context(), m.ChatID)
+	if err != nil {
+		return m, err
+	}
+	if c.IsGroup || c.Identifier != contact {
+		return m, errInvalid("message", "Message %s is not in the one-to-one chat of line %s with %s.", value, line.Handle, contact)
+	}
+	return m, nil
+}
+
+// latestSent is the line's latest message in its one-to-one chat with
+// contact.
+func (s *Server) latestSent(r *http.Request, line storage.Line, contact string) (storage.Message, error) {
+	c, err := s.db.ChatByIdentifier(r.Context(), line.ID, contact)
+	if errors.Is(err, storage.ErrNotFound) {
+		return storage.Message{}, errNotFound("chat_not_found", "from", "%s has no chat with line %s yet.", contact, line.Handle)
+	}
+	if err != nil {
+		return storage.Message{}, err
+	}
+	var after []byte
+	for {
+		msgs, next, err := s.db.ListMessages(r.Context(), c.ID, after, 100)
+		if err != nil {
+			return storage.Message{}, err
+		}
+		for _, m := range msgs {
+			if m.IsFromMe {
+				return m, nil
+			}
+		}
+		if next == nil {
+			return storage.Message{}, errNotFound("message_not_found", "message", "Line %s has sent %s nothing yet.", line.Handle, contact)
+		}
+		after = next
+	}
+}
+
+// simUpdate records a simulated change to a message and answers with the
+// message as it left it.
+func (s *Server) simUpdate(w http.ResponseWriter, r *http.Request, u bridge.MessageUpdate) error {
+	m, _, err := s.inbound.RecordUpdate(r.Context(), u)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, s.toAPIMessage(m))
+	return nil
+}
+
+// SimGroup is a change to a group chat, made by a member or by the line's
+// owner.
+type SimGroup struct {
+	Line string `json:"line"`
+	Chat string `json:"chat"` // a group chat (cht_…)
+	// By is the member who makes the change, or the line's own handle for
+	// the line's owner.
+	By string `json:"by"`
+	// Action is one of the bridge's Chat… changes. Participant is the
+	// member added or removed (the one who leaves is By); Name is a renamed
+	// chat's new name, "" to clear it.
+	Action      string `json:"action"`
+	Participant string `json:"participant"`
+	Name        string `json:"name"`
+}
+
+func (s *Server) adminSimGroup(w http.ResponseWriter, r *http.Request) error {
+	var req SimGroup
+	if err := decodeAdmin(r, &req); err != nil {
+		return err
+	}
+	line, err := s.simLine(req.Line)
+	if err != nil {
+		return err
+	}
+	if req.Chat == "" {
+		return errMissing("chat")
+	}
+	c, err := s.lineChat(r, line, req.Chat)
+	if err != nil {
+		return err
+	}
+	if !c.IsGroup {
+		return errInvalid("chat", "Chat %s is a one-to-one chat with %s: only a group changes members, name or photo.", c.ID, c.Identifier)
+	}
+	if req.By == "" {
+		return errMissing("by")
+	}
+	by, err := handle.Normalize(req.By)
+	if err != nil {
+		return errInvalid("by", "--by must be a member's handle, or the line's own.")
+	}
+	member := func(h string) bool { return h == line.Handle || slices.Contains(c.Participants, h) }
+	if !member(by) {
+		return errInvalid("by", "%s is not a member of chat %s.", by, c.ID)
+	}
+	add, remove := req.Action == bridge.ChatParticipantAdded, req.Action == bridge.ChatParticipantRemoved
+	switch {
+	case req.Action == "":
+		return errMissing("action")
+	case !add && !remove && !slices.Contains([]string{bridge.ChatParticipantLeft, bridge.ChatRenamed, bridge.ChatPhotoChanged, bridge.ChatPhotoRemoved}, req.Action):
+		return errInvalid("action", "Unknown action %q: a member is added, removed or leaves, or the group is renamed or its photo changed or removed.", req.Action)
+	case req.Participant != "" && !add && !remove:
+		return errInvalid("participant", "A participant goes with adding or removing a member; the one who leaves is --by.")
+	case req.Name != "" && req.Action != bridge.ChatRenamed:
+		return errInvalid("name", "A name goes with renaming the group.")
+	}
+	u := bridge.ChatUpdate{Line: line.Handle, GUID: sim.NewGUID(), Action: req.Action, Name: req.Name, By: by, IsFromMe: by == line.Handle, At: time.Now(),
+		Chat: bridge.Chat{GUID: c.GUID, Identifier: c.Identifier, IsGroup: true, Name: c.Name, Participants: c.Participants}}
+	if add || remove {
+		if req.Participant == "" {
+			return errMissing("participant")
+		}
+		p, err := handle.Normalize(req.Participant)
+		switch {
+		case err != nil:
+			return errInvalid("participant", "%q is not a phone number or account-ID handle.", req.Participant)
+		case add && member(p):
+			return errInvalid("participant", "%s is already in chat %s.", p, c.ID)
+		case remove && !member(p):
+			return errInvalid("participant", "%s is not in chat %s.", p, c.ID)
+		case remove && p == by:
+			return errInvalid("participant", "%s cannot remove itself: it leaves (--leave).", p)
+		}
+		u.Participant = p
+	}
+	if req.Action == bridge.ChatParticipantLeft {
+		u.Participant = by
+	}
+	rec, _, err := s.inbound.RecordChatUpdate(r.Context(), u)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toChatEventData(rec, line.Handle))
 	return nil
 }
 

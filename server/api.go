@@ -68,6 +68,13 @@ type apiMessage struct {
 	// after it was sent (a late "Not Delivered").
 	FailedAt *int64  `json:"failed_at"`
 	Error    *string `json:"error"`
+	// What Messages recorded later (Unix ms, null for not (yet)): the last
+	// edit (text is then the latest version), the unsend (text null, no
+	// attachments), and for the line's own messages delivery and reading.
+	EditedAt    *int64 `json:"edited_at"`
+	UnsentAt    *int64 `json:"unsent_at"`
+	DeliveredAt *int64 `json:"delivered_at"`
+	ReadAt      *int64 `json:"read_at"`
 }
 
 type apiAttachment struct {
@@ -84,10 +91,9 @@ func (s *Server) toAPIMessage(m storage.Message) apiMessage {
 	out := apiMessage{ID: m.ID, LineID: m.LineID, ChatID: m.ChatID, GUID: m.GUID, Sender: m.Sender, Text: m.Text,
 		Attachments: make([]apiAttachment, 0, len(m.Attachments)), Service: nonEmpty(m.Service), IsFromMe: m.IsFromMe,
 		IsAudioMessage: m.IsAudioMessage, SentAt: m.SentAt, SyncedAt: m.SyncedAt,
-		OutboxID: nonEmpty(m.OutboxID), ReplyToGUID: nonEmpty(m.ReplyToGUID), Error: nonEmpty(m.Error)}
-	if m.FailedAt != 0 {
-		out.FailedAt = &m.FailedAt
-	}
+		OutboxID: nonEmpty(m.OutboxID), ReplyToGUID: nonEmpty(m.ReplyToGUID), Error: nonEmpty(m.Error),
+		FailedAt: nonZero(m.FailedAt), EditedAt: nonZero(m.EditedAt), UnsentAt: nonZero(m.UnsentAt),
+		DeliveredAt: nonZero(m.DeliveredAt), ReadAt: nonZero(m.ReadAt)}
 	for _, a := range m.Attachments {
 		size := a.Size
 		item := apiAttachment{Filename: nonEmpty(a.Filename), MimeType: nonEmpty(a.MimeType), Size: &size, Transcription: a.Transcription}
@@ -113,16 +119,19 @@ type apiReaction struct {
 	ID        string `json:"id"`
 	MessageID string `json:"message_id"`
 	ChatID    string `json:"chat_id"`
-	Type      string `json:"type"`
-	Sender    string `json:"sender"`
-	IsFromMe  bool   `json:"is_from_me"`
-	Added     bool   `json:"added"`
-	SentAt    int64  `json:"sent_at"`
-	SyncedAt  int64  `json:"synced_at"`
+	// Type is one of the six classic tapbacks, or "emoji" (see Emoji) or
+	// "sticker" for the tapbacks of recent Apple systems.
+	Type     string  `json:"type"`
+	Emoji    *string `json:"emoji"`
+	Sender   string  `json:"sender"`
+	IsFromMe bool    `json:"is_from_me"`
+	Added    bool    `json:"added"`
+	SentAt   int64   `json:"sent_at"`
+	SyncedAt int64   `json:"synced_at"`
 }
 
 func toAPIReaction(r storage.Reaction) apiReaction {
-	return apiReaction{ID: r.ID, MessageID: r.MessageID, ChatID: r.ChatID, Type: r.Type, Sender: r.Sender, IsFromMe: r.IsFromMe,
+	return apiReaction{ID: r.ID, MessageID: r.MessageID, ChatID: r.ChatID, Type: r.Type, Emoji: nonEmpty(r.Emoji), Sender: r.Sender, IsFromMe: r.IsFromMe,
 		Added: r.Added, SentAt: r.SentAt, SyncedAt: r.SyncedAt}
 }
 
@@ -175,4 +184,12 @@ func nonEmpty(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+// nonZero is a time in Unix ms, nil for 0 (not (yet)).
+func nonZero(ms int64) *int64 {
+	if ms == 0 {
+		return nil
+	}
+	return &ms
 }

@@ -18,10 +18,12 @@ import (
 	"github.com/blueline-app/blueline/webhook"
 )
 
-// InboundRecorder stores what a simulated contact sends.
+// InboundRecorder stores what a simulated contact sends or changes.
 type InboundRecorder interface {
 	Record(ctx context.Context, in bridge.Inbound) (storage.InboundResult, error)
 	RecordReaction(ctx context.Context, in bridge.InboundReaction) (storage.Reaction, bool, error)
+	RecordUpdate(ctx context.Context, u bridge.MessageUpdate) (storage.Message, []string, error)
+	RecordChatUpdate(ctx context.Context, u bridge.ChatUpdate) (storage.ChatUpdate, bool, error)
 	RecordTyping(ctx context.Context, in bridge.InboundTyping) (storage.Indicator, error)
 }
 

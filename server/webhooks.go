@@ -29,7 +29,7 @@ func toAPIWebhook(w storage.Webhook, requestID string) apiWebhook {
 }
 
 // undelivered are events the reference lists but does not deliver.
-var undelivered = []string{"typing.started", "typing.stopped", "receipt.read"}
+var undelivered = []string{"typing.started", "typing.stopped"}
 
 // maxWebhooksPerLine bounds the fan-out of one event.
 const maxWebhooksPerLine = 50
@@ -168,6 +168,25 @@ type (
 		apiReaction
 		LineHandle string `json:"line_handle"`
 	}
+	receiptEventData struct {
+		apiReceipt
+		LineHandle string `json:"line_handle"`
+	}
+	// chatEventData is a chat as a change left it, with the change.
+	chatEventData struct {
+		apiChat
+		ChatID     string        `json:"chat_id"`
+		Change     apiChatChange `json:"change"`
+		LineHandle string        `json:"line_handle"`
+	}
+	apiChatChange struct {
+		Action      string  `json:"action"`
+		Participant *string `json:"participant"`
+		Name        *string `json:"name"`
+		By          *string `json:"by"`
+		IsFromMe    bool    `json:"is_from_me"`
+		At          int64   `json:"at"`
+	}
 )
 
 // EventData implements webhook.Renderer.
@@ -177,6 +196,18 @@ func (s *Server) EventData(d storage.Delivery, lineHandle string) (any, error) {
 		return messageEventData{s.toAPIMessage(*d.Message), lineHandle}, nil
 	case d.Reaction != nil:
 		return reactionEventData{toAPIReaction(*d.Reaction), lineHandle}, nil
+	case d.Receipt != nil:
+		return receiptEventData{apiReceipt(*d.Receipt), lineHandle}, nil
+	case d.ChatUpdate != nil:
+		return toChatEventData(*d.ChatUpdate, lineHandle), nil
 	}
 	return nil, fmt.Errorf("delivery %s carries no event", d.ID)
+}
+
+// toChatEventData is a chat.updated event's data; `blueline sim group`
+// prints the same.
+func toChatEventData(u storage.ChatUpdate, lineHandle string) chatEventData {
+	return chatEventData{apiChat: toAPIChat(u.Chat), ChatID: u.Chat.ID, LineHandle: lineHandle, Change: apiChatChange{
+		Action: u.Action, Participant: nonEmpty(u.Participant), Name: nonEmpty(u.Name), By: nonEmpty(u.By), IsFromMe: u.IsFromMe, At: u.At,
+	}}
 }

@@ -52,13 +52,14 @@ var (
 	bktDeliveriesDue = []byte("deliveries_due") // webhook ID ‖ next_attempt_at ‖ seq → delivery ID (pending deliveries)
 	bktAttempts      = []byte("attempts")       // at ‖ seq → Attempt
 	bktBridgeState   = []byte("bridge_state")   // line ID → bridge position (big-endian int64)
+	bktChatUpdates   = []byte("chat_updates")   // line ID ‖ network GUID of a group change → nil
 )
 
 var allBuckets = [][]byte{
 	bktMeta, bktLines, bktKeys, bktKeyHashes, bktChats, bktChatGUIDs, bktChatIdents,
 	bktChatRecent, bktChatMessages, bktMessages, bktMessageGUIDs, bktOutbox,
 	bktOutboxDue, bktOutboxClaimed, bktIdempotency, bktSandbox, bktFiles, bktReactions, bktReceipts,
-	bktWebhooks, bktWebhookLines, bktDeliveries, bktDeliveriesDue, bktAttempts, bktBridgeState,
+	bktWebhooks, bktWebhookLines, bktDeliveries, bktDeliveriesDue, bktAttempts, bktBridgeState, bktChatUpdates,
 }
 
 const schemaVersion = 1

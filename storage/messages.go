@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -29,6 +30,13 @@ type Message struct {
 	// after it was sent (Unix ms; a late "Not Delivered").
 	FailedAt int64  `json:"failed_at,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// What the network recorded later (Unix ms, 0 for not (yet)): the last
+	// edit; the unsend, after which Text and Attachments are empty; and,
+	// for the line's own messages, delivery to and reading by the contact.
+	EditedAt    int64 `json:"edited_at,omitempty"`
+	UnsentAt    int64 `json:"unsent_at,omitempty"`
+	DeliveredAt int64 `json:"delivered_at,omitempty"`
+	ReadAt      int64 `json:"read_at,omitempty"`
 }
 
 // Attachment is a file carried by a message.
@@ -177,7 +185,7 @@ func (db *DB) RecordInbound(ctx context.Context, in Inbound) (InboundResult, err
 	}
 	var res InboundResult
 	err := db.bolt.Batch(func(tx *bolt.Tx) (err error) {
-		res, err = db.recordInbound(tx, line, in, true)
+		res, err = db.recordInbound(tx, line, in, nil)
 		return err
 	})
 	if err != nil {
@@ -198,12 +206,13 @@ func (db *DB) ImportHistory(ctx context.Context, lineID string, msgs []Inbound) 
 	for len(msgs) > 0 {
 		n := min(chunk, len(msgs))
 		err := db.bolt.Update(func(tx *bolt.Tx) error {
+			h := newHistoryTx(tx, msgs[:n])
 			for _, in := range msgs[:n] {
-				if _, err := db.recordInbound(tx, line, in, false); err != nil {
+				if _, err := db.recordInbound(tx, line, in, h); err != nil {
 					return err
 				}
 			}
-			return nil
+			return h.flush()
 		})
 		if err != nil {
 			return fmt.Errorf("import history: %w", err)
@@ -213,19 +222,168 @@ func (db *DB) ImportHistory(ctx context.Context, lineID string, msgs []Inbound) 
 	return nil
 }
 
-func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, events bool) (res InboundResult, err error) {
-	if id := tx.Bucket(bktMessageGUIDs).Get([]byte(in.Message.GUID)); id != nil {
+// historyTx is one transaction of a history import. It holds its writes
+// back and makes them at its end, each index in key order, and each chat
+// once: a long history moves a chat's last_message_at thousands of times,
+// and a batch's GUIDs (random) and message IDs (made in the same
+// millisecond, random after it) come in no order, so that writing them as
+// they come makes bbolt shift a page's elements on nearly every insert.
+type historyTx struct {
+	tx *bolt.Tx
+	// stored are the batch's GUIDs that were stored before the
+	// transaction, with their message IDs; added those it stored.
+	stored map[string][]byte
+	added  map[string]bool
+	chats  map[string]*historyChat // by chatGUIDKey
+	order  []*historyChat          // in the order first touched
+	msgs   []heldMessage           // not written yet
+}
+
+// historyChat is a chat as stored, and as the transaction left it.
+type historyChat struct{ saved, c Chat }
+
+// heldMessage is a message's entry in each index: its chat_messages key
+// and value, its ID and its GUID.
+type heldMessage struct{ key, data, id, guid []byte }
+
+// newHistoryTx looks the batch's GUIDs up, in order.
+func newHistoryTx(tx *bolt.Tx, batch []Inbound) *historyTx {
+	h := &historyTx{tx: tx, stored: map[string][]byte{}, added: map[string]bool{}, chats: map[string]*historyChat{}}
+	guids := make([]string, len(batch))
+	for i, in := range batch {
+		guids[i] = in.Message.GUID
+	}
+	slices.Sort(guids)
+	b := tx.Bucket(bktMessageGUIDs)
+	for _, g := range guids {
+		if id := b.Get([]byte(g)); id != nil {
+			h.stored[g] = id
+		}
+	}
+	return h
+}
+
+// storedID is the ID of the message with guid, nil when there is none.
+func (h *historyTx) storedID(guid string) ([]byte, error) {
+	if !h.added[guid] {
+		return h.stored[guid], nil
+	}
+	// The batch holds the GUID twice: the first one is read back.
+	if err := h.flush(); err != nil {
+		return nil, err
+	}
+	return h.tx.Bucket(bktMessageGUIDs).Get([]byte(guid)), nil
+}
+
+// chat finds or creates the chat of a message, as upsertChat does.
+func (h *historyTx) chat(want Chat, inbound bool, sender string) (*historyChat, error) {
+	key := string(chatGUIDKey(want.LineID, want.GUID))
+	if hc, ok := h.chats[key]; ok {
+		mergeChat(&hc.c, want, inbound, sender)
+		return hc, nil
+	}
+	c, err := upsertChat(h.tx, want, inbound, sender)
+	if err != nil {
+		return nil, err
+	}
+	hc := &historyChat{saved: c, c: c}
+	hc.saved.Participants = slices.Clone(c.Participants)
+	h.chats[key] = hc
+	h.order = append(h.order, hc)
+	return hc, nil
+}
+
+// put stores a new message of chat hc, as putMessage does, and holds its
+// writes back.
+func (h *historyTx) put(hc *historyChat, m *Message) error {
+	seq, err := h.tx.Bucket(bktChatMessages).NextSequence()
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	h.msgs = append(h.msgs, heldMessage{key: join([]byte(m.ChatID), i64(m.SentAt), u64(seq)), data: data,
+		id: []byte(m.ID), guid: []byte(m.GUID)})
+	h.added[m.GUID] = true
+	hc.c.LastMessageAt = max(hc.c.LastMessageAt, m.SentAt)
+	return nil
+}
+
+// flush makes the writes held back.
+func (h *historyTx) flush() error {
+	put := func(b *bolt.Bucket, cmp func(a, b heldMessage) int, kv func(m heldMessage) (k, v []byte)) error {
+		slices.SortFunc(h.msgs, cmp)
+		for _, m := range h.msgs {
+			if err := b.Put(kv(m)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	err := put(appendOnly(h.tx, bktChatMessages), func(a, b heldMessage) int { return bytes.Compare(a.key, b.key) },
+		func(m heldMessage) ([]byte, []byte) { return m.key, m.data })
+	if err == nil {
+		err = put(appendOnly(h.tx, bktMessages), func(a, b heldMessage) int { return bytes.Compare(a.id, b.id) },
+			func(m heldMessage) ([]byte, []byte) { return m.id, m.key })
+	}
+	if err == nil {
+		err = put(h.tx.Bucket(bktMessageGUIDs), func(a, b heldMessage) int { return bytes.Compare(a.guid, b.guid) },
+			func(m heldMessage) ([]byte, []byte) { return m.guid, m.id })
+	}
+	if err != nil {
+		return err
+	}
+	h.msgs = h.msgs[:0]
+	for _, hc := range h.order {
+		s, c := &hc.saved, &hc.c
+		if c.LastMessageAt == s.LastMessageAt && c.HasReceivedInbound == s.HasReceivedInbound && c.Name == s.Name &&
+			slices.Equal(c.Participants, s.Participants) {
+			continue
+		}
+		if err := putChat(h.tx, s, c); err != nil {
+			return err
+		}
+		*s = *c
+		s.Participants = slices.Clone(c.Participants)
+	}
+	return nil
+}
+
+// recordInbound stores a message: a live one (h nil) with its chat and its
+// webhook event at once, history (in h) without events.
+func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, h *historyTx) (res InboundResult, err error) {
+	events := h == nil
+	var id []byte
+	if h != nil {
+		if id, err = h.storedID(in.Message.GUID); err != nil {
+			return res, err
+		}
+	} else {
+		id = tx.Bucket(bktMessageGUIDs).Get([]byte(in.Message.GUID))
+	}
+	if id != nil {
 		res.Duplicate = true
 		if err := getMessage(tx, id, &res.Message); err != nil {
 			return res, err
 		}
-		if res.Transcribed, err = fillTranscriptions(tx, &res.Message, in.Message.Attachments); err != nil {
+		if res.Transcribed, err = fillAttachments(tx, &res.Message, in.Message.Attachments); err != nil {
 			return res, err
+		}
+		if h != nil {
+			return res, nil // the import keeps no result
 		}
 		return res, getJSON(tx.Bucket(bktChats), []byte(res.Message.ChatID), &res.Chat)
 	}
-	c, err := upsertChat(tx, in.Chat, !in.Message.IsFromMe, in.Message.Sender)
-	if err != nil {
+	var c Chat
+	var hc *historyChat
+	if h != nil {
+		if hc, err = h.chat(in.Chat, !in.Message.IsFromMe, in.Message.Sender); err != nil {
+			return res, err
+		}
+		c = hc.c
+	} else if c, err = upsertChat(tx, in.Chat, !in.Message.IsFromMe, in.Message.Sender); err != nil {
 		return res, err
 	}
 	m := in.Message
@@ -233,16 +391,35 @@ func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, events bool) (re
 	if m.Attachments == nil {
 		m.Attachments = []Attachment{}
 	}
-	saved := c
-	if err := putMessage(tx, &saved, &c, &m); err != nil {
-		return res, err
+	if h != nil {
+		if err := h.put(hc, &m); err != nil {
+			return res, err
+		}
+		c = hc.c
+	} else {
+		saved := c
+		if err := putMessage(tx, &saved, &c, &m); err != nil {
+			return res, err
+		}
 	}
 	if events {
 		event := EventMessageReceived
 		if m.IsFromMe {
 			event = EventMessageSent // sent from the owner's other devices
 		}
-		if err := db.queueEvent(tx, event, c.LineID, c.ID, &m, nil); err != nil {
+		if err := db.queueEvent(tx, event, c.LineID, c.ID, EventSubject{Message: &m}); err != nil {
+			return res, err
+		}
+	}
+	if m.IsFromMe && m.ReadAt != 0 && !c.IsGroup {
+		// Read before it was reported: the contact's receipt, with its
+		// event unless this is history.
+		if events {
+			_, err = db.contactRead(tx, c, c.Identifier, m.ReadAt)
+		} else {
+			_, _, err = putReceipt(tx, c.ID, c.Identifier, m.ReadAt, m.SyncedAt)
+		}
+		if err != nil {
 			return res, err
 		}
 	}
@@ -255,35 +432,59 @@ func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, events bool) (re
 	return res, nil
 }
 
-// fillTranscriptions copies transcriptions from a new report of message m
-// into the attachments that have none yet, and stores m if that changed it.
-func fillTranscriptions(tx *bolt.Tx, m *Message, report []Attachment) (bool, error) {
-	changed := false
-	for i := range min(len(m.Attachments), len(report)) {
-		if m.Attachments[i].Transcription == nil && report[i].Transcription != nil {
-			m.Attachments[i].Transcription = report[i].Transcription
-			changed = true
-		}
+// fillAttachments completes the attachments of a stored message m from a
+// new report of it (see fillFiles), stores m if that changed it, and reports
+// whether a transcription was filled in.
+func fillAttachments(tx *bolt.Tx, m *Message, report []Attachment) (transcribed bool, err error) {
+	before := make([]bool, len(m.Attachments))
+	for i, a := range m.Attachments {
+		before[i] = a.Transcription != nil
 	}
-	if !changed {
+	if !fillFiles(m, report) {
 		return false, nil
+	}
+	for i, a := range m.Attachments {
+		transcribed = transcribed || !before[i] && a.Transcription != nil
 	}
 	key := tx.Bucket(bktMessages).Get([]byte(m.ID))
 	if key == nil {
 		return false, fmt.Errorf("message %s: %w", m.ID, ErrNotFound)
 	}
-	return true, putJSON(tx.Bucket(bktChatMessages), key, m)
+	return transcribed, putJSON(tx.Bucket(bktChatMessages), key, m)
+}
+
+// fillFiles completes the attachments of message m from a new report of
+// it: a file that had not arrived (its copy in the file store), a
+// transcription that was missing. It reports whether that changed m. An
+// unsent message stays without attachments.
+func fillFiles(m *Message, report []Attachment) bool {
+	if m.UnsentAt != 0 {
+		return false
+	}
+	changed := false
+	for i := range min(len(m.Attachments), len(report)) {
+		a, r := &m.Attachments[i], report[i]
+		if a.FileID == "" && r.FileID != "" {
+			a.FileID, a.Filename, a.MimeType, a.Size = r.FileID, r.Filename, r.MimeType, r.Size
+			changed = true
+		}
+		if a.Transcription == nil && r.Transcription != nil {
+			a.Transcription = r.Transcription
+			changed = true
+		}
+	}
+	return changed
 }
 
 // upsertChat finds the chat by its network GUID or creates it from want.
 func upsertChat(tx *bolt.Tx, want Chat, inbound bool, sender string) (Chat, error) {
-	members := slices.Clone(want.Participants)
-	if inbound && sender != "" {
-		members = append(members, sender)
-	}
 	var c Chat
 	id := tx.Bucket(bktChatGUIDs).Get(chatGUIDKey(want.LineID, want.GUID))
 	if id == nil {
+		members := slices.Clone(want.Participants)
+		if inbound && sender != "" {
+			members = append(members, sender)
+		}
 		c = want
 		c.CreatedAt = nowMillis()
 		c.HasReceivedInbound = inbound
@@ -299,23 +500,36 @@ func upsertChat(tx *bolt.Tx, want Chat, inbound bool, sender string) (Chat, erro
 		return Chat{}, err
 	}
 	old := c
-	changed := false
-	if inbound && !c.HasReceivedInbound {
-		c.HasReceivedInbound, changed = true, true
-	}
-	if c.IsGroup {
-		for _, p := range members {
-			if p != "" && !slices.Contains(c.Participants, p) {
-				c.Participants = append(c.Participants, p)
-				changed = true
-			}
-		}
-		if want.Name != "" && want.Name != c.Name {
-			c.Name, changed = want.Name, true
-		}
-	}
-	if !changed {
+	if !mergeChat(&c, want, inbound, sender) {
 		return c, nil
 	}
 	return c, putChat(tx, &old, &c)
+}
+
+// mergeChat brings a stored chat c up to date with what a message says of
+// it, and reports whether that changed c: a first inbound message; a
+// group's new members and new name.
+func mergeChat(c *Chat, want Chat, inbound bool, sender string) (changed bool) {
+	if inbound && !c.HasReceivedInbound {
+		c.HasReceivedInbound, changed = true, true
+	}
+	if !c.IsGroup {
+		return changed
+	}
+	add := func(p string) {
+		if p != "" && !slices.Contains(c.Participants, p) {
+			c.Participants = append(c.Participants, p)
+			changed = true
+		}
+	}
+	for _, p := range want.Participants {
+		add(p)
+	}
+	if inbound {
+		add(sender)
+	}
+	if want.Name != "" && want.Name != c.Name {
+		c.Name, changed = want.Name, true
+	}
+	return changed
 }

@@ -310,7 +310,7 @@ func (db *DB) MarkSent(ctx context.Context, sent ...Sent) error {
 					if err := putMessage(tx, &cs.saved, c, &m); err != nil {
 						return err
 					}
-					if err := db.queueEvent(tx, EventMessageSent, c.LineID, c.ID, &m, nil); err != nil {
+					if err := db.queueEvent(tx, EventMessageSent, c.LineID, c.ID, EventSubject{Message: &m}); err != nil {
 						return err
 					}
 				}
@@ -323,7 +323,7 @@ func (db *DB) MarkSent(ctx context.Context, sent ...Sent) error {
 					return err
 				}
 			case KindRead:
-				if _, err := putReceipt(tx, item.ChatID, line.Handle, s.At, now); err != nil {
+				if _, _, err := putReceipt(tx, item.ChatID, line.Handle, s.At, now); err != nil {
 					return err
 				}
 			case KindTyping:
@@ -449,7 +449,7 @@ func (db *DB) MarkLateFailure(ctx context.Context, lineID, guid, reason string) 
 			return err
 		}
 		changed = true
-		return db.queueEvent(tx, EventMessageFailed, m.LineID, m.ChatID, &m, nil)
+		return db.queueEvent(tx, EventMessageFailed, m.LineID, m.ChatID, EventSubject{Message: &m})
 	})
 	return item, changed, err
 }

@@ -22,10 +22,20 @@ const (
 	// not one of the reference service's four: only webhooks that name it
 	// receive it.
 	EventMessageFailed = "message.failed"
+	// Changes the network records after a message: like message.failed,
+	// only webhooks that name them receive them.
+	EventMessageEdited    = "message.edited"
+	EventMessageUnsent    = "message.unsent"
+	EventMessageDelivered = "message.delivered"
+	// EventReceiptRead is a contact having read a chat up to a time: the
+	// name the reference service reserves for it.
+	EventReceiptRead = "receipt.read"
+	EventChatUpdated = "chat.updated"
 )
 
 // WebhookEvents are the events a webhook can subscribe to.
-var WebhookEvents = []string{EventMessageReceived, EventMessageSent, EventReactionAdded, EventReactionRemoved, EventMessageFailed}
+var WebhookEvents = []string{EventMessageReceived, EventMessageSent, EventReactionAdded, EventReactionRemoved, EventMessageFailed,
+	EventMessageEdited, EventMessageUnsent, EventMessageDelivered, EventReceiptRead, EventChatUpdated}
 
 // Webhook is a receiver of one line's events.
 type Webhook struct {
@@ -54,20 +64,19 @@ const (
 // Delivery is one event on its way to one webhook. It carries a snapshot of
 // what the event is about, taken in the transaction that caused it.
 type Delivery struct {
-	ID            string    `json:"id"`
-	WebhookID     string    `json:"webhook_id"`
-	LineID        string    `json:"line_id"`
-	ChatID        string    `json:"chat_id"`
-	Event         string    `json:"event"`
-	Message       *Message  `json:"message,omitempty"`
-	Reaction      *Reaction `json:"reaction,omitempty"`
-	Status        string    `json:"status"`
-	Attempts      int       `json:"attempts"`
-	CreatedAt     int64     `json:"created_at"`
-	NextAttemptAt int64     `json:"next_attempt_at"`
-	CompletedAt   int64     `json:"completed_at,omitempty"`
-	LastStatus    int       `json:"last_status,omitempty"`
-	LastError     string    `json:"last_error,omitempty"`
+	ID        string `json:"id"`
+	WebhookID string `json:"webhook_id"`
+	LineID    string `json:"line_id"`
+	ChatID    string `json:"chat_id"`
+	Event     string `json:"event"`
+	EventSubject
+	Status        string `json:"status"`
+	Attempts      int    `json:"attempts"`
+	CreatedAt     int64  `json:"created_at"`
+	NextAttemptAt int64  `json:"next_attempt_at"`
+	CompletedAt   int64  `json:"completed_at,omitempty"`
+	LastStatus    int    `json:"last_status,omitempty"`
+	LastError     string `json:"last_error,omitempty"`
 }
 
 // Attempt is one try at a delivery, kept for the operator.
@@ -175,10 +184,18 @@ func failPending(tx *bolt.Tx, webhookID, reason string, now int64) error {
 	return deleteKeys(due, keys)
 }
 
+// EventSubject is what an event is about: one of its fields is set.
+type EventSubject struct {
+	Message    *Message    `json:"message,omitempty"`
+	Reaction   *Reaction   `json:"reaction,omitempty"`
+	Receipt    *Receipt    `json:"receipt,omitempty"`
+	ChatUpdate *ChatUpdate `json:"chat_update,omitempty"`
+}
+
 // queueEvent creates a delivery of an event for each active webhook of the
 // line that subscribes to it, in the transaction that stores what the event
 // is about: the event is queued if and only if that commits.
-func (db *DB) queueEvent(tx *bolt.Tx, event, lineID, chatID string, m *Message, r *Reaction) error {
+func (db *DB) queueEvent(tx *bolt.Tx, event, lineID, chatID string, subject EventSubject) error {
 	now := nowMillis()
 	var hooks []Webhook
 	err := lineWebhooks(tx, lineID, func(w Webhook) {
@@ -190,7 +207,7 @@ func (db *DB) queueEvent(tx *bolt.Tx, event, lineID, chatID string, m *Message, 
 		return err
 	}
 	for _, w := range hooks {
-		d := Delivery{ID: NewID("dlv_"), WebhookID: w.ID, LineID: lineID, ChatID: chatID, Event: event, Message: m, Reaction: r,
+		d := Delivery{ID: NewID("dlv_"), WebhookID: w.ID, LineID: lineID, ChatID: chatID, Event: event, EventSubject: subject,
 			Status: DeliveryPending, CreatedAt: now, NextAttemptAt: now}
 		if err := putJSON(appendOnly(tx, bktDeliveries), []byte(d.ID), d); err != nil {
 			return err

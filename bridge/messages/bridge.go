@@ -52,14 +52,14 @@ type Config struct {
 	// for a sent text to show as sent in chat.db: 30 s.
 	TextTimeout time.Duration
 	FileTimeout time.Duration // for a sent file to show as sent: 3 min
+	// TransferWait is how long a new message waits for its attachments'
+	// transfers before it is reported without them: 2 min.
+	TransferWait time.Duration
 	// LaunchWait bounds the wait for a (re)launched Messages to answer: 30 s.
 	LaunchWait time.Duration
 	// LaunchRetryPause is the pause before sending again after Messages,
 	// launched moments ago, did not know the chat yet (-1728): 2 s.
 	LaunchRetryPause time.Duration
-	// LateFailureCheck is how often sent messages are checked for a late
-	// failure ("Not Delivered" after sending): 2 s.
-	LateFailureCheck time.Duration
 	Runner           Runner // runs AppleScript; nil: Osascript{Path: Osascript}
 	Log              *slog.Logger
 }
@@ -117,14 +117,14 @@ func Open(ctx context.Context, cfg Config) (*Bridge, error) {
 	if cfg.FileTimeout == 0 {
 		cfg.FileTimeout = 3 * time.Minute
 	}
+	if cfg.TransferWait == 0 {
+		cfg.TransferWait = 2 * time.Minute
+	}
 	if cfg.LaunchWait == 0 {
 		cfg.LaunchWait = 30 * time.Second
 	}
 	if cfg.LaunchRetryPause == 0 {
 		cfg.LaunchRetryPause = 2 * time.Second
-	}
-	if cfg.LateFailureCheck == 0 {
-		cfg.LateFailureCheck = 2 * time.Second
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))

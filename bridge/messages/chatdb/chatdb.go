@@ -17,6 +17,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -34,8 +35,15 @@ type DB struct {
 	cols columns
 
 	// Queries built once from the probed schema.
-	selectMessages string
-	selectAttach   string
+	selectMessages     string
+	selectAttach       string // by message: message ROWID, then the attachment
+	selectAttachByGUID string // the same columns, by attachment GUID
+
+	// Changed's connection and the data_version it last saw.
+	versionMu   sync.Mutex
+	versionConn *sql.Conn
+	version     int64
+	versionSeen bool
 }
 
 // Open opens the Messages database at path read-only and checks its schema.
@@ -88,6 +96,12 @@ func dsn(path string) string {
 
 // Close closes the database.
 func (db *DB) Close() error {
+	db.versionMu.Lock()
+	if db.versionConn != nil {
+		db.versionConn.Close()
+		db.versionConn = nil
+	}
+	db.versionMu.Unlock()
 	return db.db.Close()
 }
 
@@ -209,6 +223,10 @@ func (db *DB) opt(table, alias, column, fallback string) string {
 
 // buildQueries assembles the SELECTs from what the probe found.
 func (db *DB) buildQueries() {
+	otherHandle := "NULL"
+	if db.cols.has("message", "other_handle") {
+		otherHandle = "(SELECT oh.id FROM handle oh WHERE oh.ROWID = m.other_handle)"
+	}
 	msgCols := []string{
 		"m.ROWID", "m.guid", "m.text", "m.attributedBody", "h.id", "m.service", "m.date",
 		"m.is_from_me", "m.is_sent", "m.error", "m.associated_message_guid", "m.associated_message_type",
@@ -218,20 +236,28 @@ func (db *DB) buildQueries() {
 		db.opt("message", "m", "is_audio_message", "0"),
 		db.opt("message", "m", "thread_originator_guid", "NULL"),
 		db.opt("message", "m", "balloon_bundle_id", "NULL"),
+		db.opt("message", "m", "date_delivered", "0"),
+		db.opt("message", "m", "date_edited", "0"),
+		db.opt("message", "m", "date_retracted", "0"),
+		db.opt("message", "m", "associated_message_emoji", "NULL"),
+		db.opt("message", "m", "group_action_type", "0"),
+		db.opt("message", "m", "group_title", "NULL"),
+		otherHandle,
 		// A message can sit in several chats: take the lowest chat ROWID.
 		"(SELECT MIN(cmj.chat_id) FROM chat_message_join cmj WHERE cmj.message_id = m.ROWID)",
 	}
 	db.selectMessages = "SELECT " + strings.Join(msgCols, ", ") +
 		" FROM message m LEFT JOIN handle h ON h.ROWID = m.handle_id"
 
-	attCols := []string{
-		"maj.message_id", "a.guid", "a.filename", "a.mime_type",
+	attCols := strings.Join([]string{
+		"a.guid", "a.filename", "a.mime_type",
 		db.opt("attachment", "a", "uti", "NULL"),
 		"a.transfer_name", "a.total_bytes",
 		db.opt("attachment", "a", "transfer_state", "0"),
-	}
-	db.selectAttach = "SELECT " + strings.Join(attCols, ", ") +
+	}, ", ")
+	db.selectAttach = "SELECT maj.message_id, " + attCols +
 		" FROM message_attachment_join maj JOIN attachment a ON a.ROWID = maj.attachment_id"
+	db.selectAttachByGUID = "SELECT 0, " + attCols + " FROM attachment a"
 }
 
 // readTx runs fn in one short read transaction, so that the queries behind

@@ -321,8 +321,14 @@ func TestRowsFromMe(t *testing.T) {
 		t.Fatalf("unsent row: %+v", r)
 	}
 	f.MarkSent(g)
-	if r := byGUID(t, db, g); !r.IsSent || !r.IsDelivered {
+	if r := byGUID(t, db, g); !r.IsSent || r.IsDelivered || !r.DateDelivered.IsZero() {
 		t.Fatalf("after MarkSent: %+v", r)
+	}
+	at := time.Now().Add(-time.Second).Truncate(time.Microsecond)
+	f.MarkDelivered(g, at)
+	f.MarkRead(g, at.Add(time.Millisecond))
+	if r := byGUID(t, db, g); !r.IsDelivered || !r.DateDelivered.Equal(at) || !r.DateRead.Equal(at.Add(time.Millisecond)) {
+		t.Fatalf("after MarkDelivered and MarkRead: %+v", r)
 	}
 	_, failed := f.Insert(chatdbtest.Msg{Chat: chat, Text: "fails"})
 	f.MarkError(failed, 22)
@@ -404,9 +410,25 @@ func TestTapbacks(t *testing.T) {
 			}
 		}
 	}
-	for _, code := range []int{0, 1000, 1999, 2006, 2007, 3006, 3007, 4000} {
+	for _, code := range []int{0, 1000, 1999, 2006, 2008, 3006, 3008, 4000} {
 		if _, _, ok := (chatdb.Row{AssociatedType: code}).Reaction(); ok {
 			t.Errorf("Reaction(%d) ok", code)
+		}
+	}
+
+	// Emoji and sticker tapbacks (iOS 18, macOS 15).
+	_, party := f.Insert(chatdbtest.Msg{Chat: chat, From: alice, Text: "Reacted 🎉 to “nice?”", ReactionTo: target, ReactionType: 2006, Emoji: "🎉"})
+	_, unparty := f.Insert(chatdbtest.Msg{Chat: chat, From: alice, Text: "Removed 🎉 from “nice?”", ReactionTo: target, ReactionType: 3006, Emoji: "🎉"})
+	_, sticker := f.Insert(chatdbtest.Msg{Chat: chat, From: alice, ReactionTo: target, ReactionType: 2007,
+		Attachments: []chatdbtest.FileSpec{{Path: "~/Library/Messages/Stickers/s.heic", MimeType: "image/heic", TransferName: "s.heic"}}})
+	for _, tc := range []struct {
+		guid, typ, emoji string
+		added            bool
+	}{{party, "emoji", "🎉", true}, {unparty, "emoji", "🎉", false}, {sticker, "sticker", "", true}} {
+		r := byGUID(t, db, tc.guid)
+		typ, added, ok := r.Reaction()
+		if !ok || typ != tc.typ || added != tc.added || r.AssociatedEmoji != tc.emoji || r.AssociatedGUID != target || r.Kind() != chatdb.KindReaction {
+			t.Errorf("%s: Reaction() = %q, %v, %v; emoji %q; Kind %v", tc.guid, typ, added, ok, r.AssociatedEmoji, r.Kind())
 		}
 	}
 }
@@ -534,13 +556,15 @@ func TestKind(t *testing.T) {
 		want chatdb.Kind
 	}{
 		{"message", chatdbtest.Msg{Text: "hi"}, chatdb.KindMessage},
-		{"member added", chatdbtest.Msg{ItemType: 1}, chatdb.KindOther},
-		{"renamed", chatdbtest.Msg{ItemType: 2}, chatdb.KindOther},
-		{"member left", chatdbtest.Msg{ItemType: 3}, chatdb.KindOther},
-		{"renamed with text", chatdbtest.Msg{ItemType: 2, Text: "Team"}, chatdb.KindOther},
+		{"member added", chatdbtest.Msg{ItemType: 1, Other: bob}, chatdb.KindGroupChange},
+		{"renamed", chatdbtest.Msg{ItemType: 2, GroupTitle: "Team"}, chatdb.KindGroupChange},
+		{"member left", chatdbtest.Msg{ItemType: 3}, chatdb.KindGroupChange},
+		{"renamed with text", chatdbtest.Msg{ItemType: 2, Text: "Team"}, chatdb.KindGroupChange},
+		{"location sharing", chatdbtest.Msg{ItemType: 4}, chatdb.KindOther},
 		{"sticker", chatdbtest.Msg{ReactionTo: target, ReactionType: 1000, Attachments: []chatdbtest.FileSpec{{Path: "/s.heic"}}}, chatdb.KindOther},
-		{"emoji tapback", chatdbtest.Msg{Text: "Reacted 🎉", ReactionTo: target, ReactionType: 2006}, chatdb.KindOther},
-		{"sticker tapback", chatdbtest.Msg{ReactionTo: target, ReactionType: 2007}, chatdb.KindOther},
+		{"emoji tapback without its emoji", chatdbtest.Msg{Text: "Reacted 🎉", ReactionTo: target, ReactionType: 2006}, chatdb.KindOther},
+		{"emoji tapback", chatdbtest.Msg{Text: "Reacted 🎉", ReactionTo: target, ReactionType: 2006, Emoji: "🎉"}, chatdb.KindReaction},
+		{"sticker tapback", chatdbtest.Msg{ReactionTo: target, ReactionType: 2007}, chatdb.KindReaction},
 		{"poll vote", chatdbtest.Msg{ReactionTo: target, ReactionType: 4000}, chatdb.KindOther},
 		{"tapback", chatdbtest.Msg{Text: "Liked “target”", ReactionTo: target, ReactionType: 2001}, chatdb.KindReaction},
 		{"empty", chatdbtest.Msg{}, chatdb.KindOther},

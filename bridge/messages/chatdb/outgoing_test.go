@@ -309,39 +309,3 @@ func TestChatsByIdentifier(t *testing.T) {
 		}
 	}
 }
-
-func TestFailedOutgoing(t *testing.T) {
-	f := chatdbtest.New(t, t.TempDir())
-	chat := f.DirectChat("iMessage", alice)
-	since := time.Now().Add(-time.Minute)
-	_, old := f.Insert(chatdbtest.Msg{Chat: chat, Text: "failed long ago", Date: since.Add(-time.Hour)})
-	f.MarkError(old, 22)
-	_, failed := f.Insert(chatdbtest.Msg{Chat: chat, Text: "failed", Date: since.Add(time.Second)})
-	f.MarkError(failed, 22)
-	_, sentThenFailed := f.Insert(chatdbtest.Msg{Chat: chat, Text: "sent, then failed", IsSent: true, Date: since.Add(2 * time.Second)})
-	f.MarkError(sentThenFailed, 4)
-	_, inbound := f.Insert(chatdbtest.Msg{Chat: chat, From: alice, Text: "theirs", Date: since.Add(3 * time.Second)})
-	f.MarkError(inbound, 22)
-	f.Insert(chatdbtest.Msg{Chat: chat, Text: "fine", IsSent: true, Date: since.Add(4 * time.Second)})
-	_, noChat := f.Insert(chatdbtest.Msg{HandleOf: bob, Text: "nowhere", Date: since.Add(5 * time.Second)})
-	f.MarkError(noChat, 43)
-
-	db := open(t, f)
-	got, err := db.FailedOutgoing(context.Background(), since)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slices.SortFunc(got, func(a, b chatdb.FailedRow) int { return strings.Compare(a.GUID, b.GUID) })
-	want := []chatdb.FailedRow{
-		{GUID: failed, Error: 22},
-		{GUID: sentThenFailed, Error: 4, IsSent: true},
-		{GUID: noChat, Error: 43},
-	}
-	slices.SortFunc(want, func(a, b chatdb.FailedRow) int { return strings.Compare(a.GUID, b.GUID) })
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("FailedOutgoing:\n got %+v\nwant %+v", got, want)
-	}
-	if got, err := db.FailedOutgoing(context.Background(), time.Now().Add(time.Hour)); err != nil || got != nil {
-		t.Errorf("FailedOutgoing(later) = %+v, %v; want none", got, err)
-	}
-}

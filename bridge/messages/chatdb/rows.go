@@ -42,8 +42,16 @@ type Row struct {
 	// Date is when the message was sent or received; zero when unset.
 	Date time.Time
 	// DateRead is when the message was read; zero when not (yet) read or
-	// unknown.
-	DateRead       time.Time
+	// unknown. On a row of ours it is the contact's read receipt.
+	DateRead time.Time
+	// DateDelivered is when a row of ours reached the contact's device
+	// (iMessage); zero when not (yet), and on SMS.
+	DateDelivered time.Time
+	// DateEdited is when the row was last edited (macOS 13 and later); an
+	// edit that left no body is an unsend (see Unsent).
+	DateEdited time.Time
+	// DateRetracted is when the row was unsent, where Messages records it.
+	DateRetracted  time.Time
 	IsSent         bool
 	IsDelivered    bool
 	Error          int
@@ -52,9 +60,16 @@ type Row struct {
 	// AssociatedGUID is the GUID of the message a tapback (or sticker)
 	// targets, without its "p:N/" or "bp:" prefix.
 	AssociatedGUID string
-	// AssociatedType is 0 for a normal message, 2000-2005 for an added
-	// tapback and 3000-3005 for a removed one; other values are other kinds.
+	// AssociatedType is 0 for a normal message, 2000-2007 for an added
+	// tapback and 3000-3007 for a removed one; other values are other kinds.
 	AssociatedType int
+	// AssociatedEmoji is the emoji of an emoji tapback (2006 and 3006).
+	AssociatedEmoji string
+	// GroupActionType and GroupTitle describe a group change (ItemType 1
+	// to 3, see GroupChange); OtherHandle is the member it concerns.
+	GroupActionType int
+	GroupTitle      string
+	OtherHandle     string
 	// ThreadOriginatorGUID is the GUID of the message this one replies to
 	// inline (macOS 11 and later), "" when none.
 	ThreadOriginatorGUID string
@@ -63,6 +78,21 @@ type Row struct {
 	BalloonBundleID string
 	Chat            Chat
 	Attachments     []Attachment
+	// bodyFiles are the attachment GUIDs attributedBody names: macOS 15
+	// sometimes names a file there without a join row.
+	bodyFiles []string
+}
+
+// Unsent reports whether the row was unsent, and when: Messages records it
+// in date_retracted, or (macOS 26) as an edit that leaves no body.
+func (r Row) Unsent() (time.Time, bool) {
+	switch {
+	case !r.DateRetracted.IsZero():
+		return r.DateRetracted, true
+	case !r.DateEdited.IsZero() && r.Text == nil:
+		return r.DateEdited, true
+	}
+	return time.Time{}, false
 }
 
 // Chat is the conversation a row belongs to.
@@ -255,39 +285,6 @@ func (db *DB) ChatsByIdentifier(ctx context.Context, identifier string) ([]Store
 	return out, nil
 }
 
-// FailedRow is a message of the account owner's that Messages marked
-// failed.
-type FailedRow struct {
-	GUID   string
-	Error  int
-	IsSent bool
-}
-
-// FailedOutgoing lists the messages sent by the account owner dated at or
-// after since that carry an error code.
-func (db *DB) FailedOutgoing(ctx context.Context, since time.Time) ([]FailedRow, error) {
-	rs, err := db.db.QueryContext(ctx, `SELECT guid, error, is_sent FROM message
-		WHERE date >= ? AND is_from_me = 1 AND error != 0`, appleNanos(since))
-	if err != nil {
-		return nil, fmt.Errorf("chatdb: query failed messages: %w", err)
-	}
-	defer rs.Close()
-	var out []FailedRow
-	for rs.Next() {
-		var f FailedRow
-		var sent sql.NullInt64
-		if err := rs.Scan(&f.GUID, &f.Error, &sent); err != nil {
-			return nil, fmt.Errorf("chatdb: scan failed message: %w", err)
-		}
-		f.IsSent = sent.Int64 != 0
-		out = append(out, f)
-	}
-	if err := rs.Err(); err != nil {
-		return nil, fmt.Errorf("chatdb: query failed messages: %w", err)
-	}
-	return out, nil
-}
-
 // Outgoing describes a send to find in the database.
 type Outgoing struct {
 	// Identifier is the recipient: the contact's address, or the group's
@@ -454,9 +451,12 @@ type msgScan struct {
 	guid, text, handleAddr, service      sql.NullString
 	body                                 sql.RawBytes
 	date, dateRead                       sql.NullInt64
+	dateDelivered, dateEdited, retracted sql.NullInt64
 	isFromMe, isSent, isDelivered, audio sql.NullInt64
 	errCode, assocType, itemType         sql.NullInt64
+	groupAction                          sql.NullInt64
 	assocGUID, threadGUID, balloon       sql.NullString
+	emoji, groupTitle, otherHandle       sql.NullString
 	chatID                               sql.NullInt64
 }
 
@@ -475,7 +475,9 @@ func (db *DB) queryRows(ctx context.Context, q queryer, rows []Row, tail string,
 	for rs.Next() {
 		if err := rs.Scan(&s.rowID, &s.guid, &s.text, &s.body, &s.handleAddr, &s.service, &s.date,
 			&s.isFromMe, &s.isSent, &s.errCode, &s.assocGUID, &s.assocType, &s.itemType,
-			&s.dateRead, &s.isDelivered, &s.audio, &s.threadGUID, &s.balloon, &s.chatID); err != nil {
+			&s.dateRead, &s.isDelivered, &s.audio, &s.threadGUID, &s.balloon,
+			&s.dateDelivered, &s.dateEdited, &s.retracted, &s.emoji, &s.groupAction, &s.groupTitle, &s.otherHandle,
+			&s.chatID); err != nil {
 			return nil, nil, fmt.Errorf("chatdb: scan message: %w", err)
 		}
 		r := Row{
@@ -485,6 +487,13 @@ func (db *DB) queryRows(ctx context.Context, q queryer, rows []Row, tail string,
 			Service:              serviceName(s.service.String),
 			Date:                 AppleTime(s.date.Int64),
 			DateRead:             AppleTime(s.dateRead.Int64),
+			DateDelivered:        AppleTime(s.dateDelivered.Int64),
+			DateEdited:           AppleTime(s.dateEdited.Int64),
+			DateRetracted:        AppleTime(s.retracted.Int64),
+			AssociatedEmoji:      s.emoji.String,
+			GroupActionType:      int(s.groupAction.Int64),
+			GroupTitle:           s.groupTitle.String,
+			OtherHandle:          s.otherHandle.String,
 			IsSent:               s.isSent.Int64 != 0,
 			IsDelivered:          s.isDelivered.Int64 != 0,
 			Error:                int(s.errCode.Int64),
@@ -499,6 +508,7 @@ func (db *DB) queryRows(ctx context.Context, q queryer, rows []Row, tail string,
 		if !r.IsFromMe {
 			r.Sender = s.handleAddr.String
 		}
+		r.bodyFiles = fileTransferGUIDs(s.body)
 		text := body(s.text.String, s.body)
 		if !r.IsAudioMessage {
 			r.Text = text
@@ -585,6 +595,9 @@ func (db *DB) complete(ctx context.Context, tx *sql.Tx, rows []Row, weak map[int
 	}
 	atts, err := db.attachments(ctx, tx, rows, window)
 	if err != nil {
+		return err
+	}
+	if err := db.bodyOnlyAttachments(ctx, tx, rows, atts); err != nil {
 		return err
 	}
 	var audio []int64
@@ -711,21 +724,11 @@ func (db *DB) attachments(ctx context.Context, tx *sql.Tx, rows []Row, window *r
 		}
 		defer rs.Close()
 		for rs.Next() {
-			var msgID int64
-			var guid, filename, mime, uti, name sql.NullString
-			var total, state sql.NullInt64
-			if err := rs.Scan(&msgID, &guid, &filename, &mime, &uti, &name, &total, &state); err != nil {
-				return fmt.Errorf("chatdb: scan attachment: %w", err)
+			msgID, a, err := scanAttachment(rs, home)
+			if err != nil {
+				return err
 			}
-			out[msgID] = append(out[msgID], Attachment{
-				GUID:          guid.String,
-				Path:          expandHome(filename.String, home),
-				MimeType:      mime.String,
-				UTI:           uti.String,
-				TransferName:  name.String,
-				TotalBytes:    total.Int64,
-				TransferState: int(state.Int64),
-			})
+			out[msgID] = append(out[msgID], a)
 		}
 		if err := rs.Err(); err != nil {
 			return fmt.Errorf("chatdb: query attachments: %w", err)
@@ -747,6 +750,75 @@ func (db *DB) attachments(ctx context.Context, tx *sql.Tx, rows []Row, window *r
 		return load(" WHERE maj.message_id IN ("+placeholders(len(chunk))+")", args...)
 	})
 	return out, err
+}
+
+// scanAttachment scans a row of selectAttach or selectAttachByGUID.
+func scanAttachment(rs *sql.Rows, home string) (msgID int64, _ Attachment, _ error) {
+	var guid, filename, mime, uti, name sql.NullString
+	var total, state sql.NullInt64
+	if err := rs.Scan(&msgID, &guid, &filename, &mime, &uti, &name, &total, &state); err != nil {
+		return 0, Attachment{}, fmt.Errorf("chatdb: scan attachment: %w", err)
+	}
+	return msgID, Attachment{
+		GUID:          guid.String,
+		Path:          expandHome(filename.String, home),
+		MimeType:      mime.String,
+		UTI:           uti.String,
+		TransferName:  name.String,
+		TotalBytes:    total.Int64,
+		TransferState: int(state.Int64),
+	}, nil
+}
+
+// bodyOnlyAttachments adds to atts the attachments that a row's
+// attributedBody names but no join row links to it (seen on macOS 15), in
+// the order the body names them.
+func (db *DB) bodyOnlyAttachments(ctx context.Context, tx *sql.Tx, rows []Row, atts map[int64][]Attachment) error {
+	want := map[string]int64{} // attachment GUID → message ROWID
+	var guids []string
+	for _, r := range rows {
+		for _, g := range r.bodyFiles {
+			if _, dup := want[g]; dup || slices.ContainsFunc(atts[r.RowID], func(a Attachment) bool { return a.GUID == g }) {
+				continue
+			}
+			want[g] = r.RowID
+			guids = append(guids, g)
+		}
+	}
+	if len(guids) == 0 {
+		return nil
+	}
+	found := map[string]Attachment{}
+	home, _ := os.UserHomeDir()
+	err := inChunks(guids, 500, func(chunk []string) error {
+		args := make([]any, len(chunk))
+		for i, g := range chunk {
+			args[i] = g
+		}
+		rs, err := tx.QueryContext(ctx, db.selectAttachByGUID+
+			" WHERE a.guid IN ("+placeholders(len(chunk))+")", args...)
+		if err != nil {
+			return fmt.Errorf("chatdb: query attachments by GUID: %w", err)
+		}
+		defer rs.Close()
+		for rs.Next() {
+			_, a, err := scanAttachment(rs, home)
+			if err != nil {
+				return err
+			}
+			found[a.GUID] = a
+		}
+		return rs.Err()
+	})
+	if err != nil {
+		return err
+	}
+	for _, g := range guids {
+		if a, ok := found[g]; ok {
+			atts[want[g]] = append(atts[want[g]], a)
+		}
+	}
+	return nil
 }
 
 // expandHome turns the "~/Library/Messages/…" paths Messages stores into

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/xml"
+	"math"
+	"slices"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -21,10 +23,6 @@ import (
 // Both may be written after the row itself. Rows prefers the attribute, then
 // user_info, then a plain body text.
 
-// transcriptionKey is the attribute name, as the unshared typedstream string
-// a dictionary key is written as: its length, then its bytes.
-var transcriptionKey = append([]byte{byte(len("IMAudioTranscription"))}, "IMAudioTranscription"...)
-
 // Typedstream head bytes (see the typedstream package for the format).
 const (
 	tsInt16 = 0x81
@@ -34,37 +32,102 @@ const (
 	tsEnd   = 0x86
 )
 
+// The attributes of an attachment's U+FFFC placeholder that are read here.
+const (
+	transcriptionAttribute = "IMAudioTranscription"
+	transferAttribute      = "__kIMFileTransferGUIDAttributeName"
+)
+
 // attributedTranscription finds the IMAudioTranscription attribute in an
-// attributedBody blob and returns its NSString value. It reads only the
-// layout macOS writes for that key/value pair (key string, end of object,
-// "@" group, a new NSString object, its "+" group) and reports false for
-// anything else.
+// attributedBody blob and returns its NSString value, the first that is not
+// blank, trimmed.
 func attributedTranscription(blob []byte) (string, bool) {
-	i := bytes.Index(blob, transcriptionKey)
-	if i < 0 {
-		return "", false
+	for _, s := range attributeStrings(blob, transcriptionAttribute) {
+		if t := strings.TrimSpace(s); t != "" {
+			return t, true
+		}
 	}
-	r := tsReader{b: blob, p: i + len(transcriptionKey)}
+	return "", false
+}
+
+// fileTransferGUIDs returns the attachment GUIDs an attributedBody names
+// (__kIMFileTransferGUIDAttributeName), in order, without duplicates.
+func fileTransferGUIDs(blob []byte) []string {
+	var guids []string
+	for _, g := range attributeStrings(blob, transferAttribute) {
+		if g != "" && !slices.Contains(guids, g) {
+			guids = append(guids, g)
+		}
+	}
+	return guids
+}
+
+// attributeStrings returns the NSString values of every attribute named
+// name in an attributedBody blob, in stream order.
+//
+// It does not walk the archive: it finds each literal key (the characters
+// of a new NSString object: their length, then their bytes) and reads only
+// the layout macOS writes after it for a key/value pair (end of the key
+// object, "@" group, a new NSString object, its "+" group). What it skips:
+// a key or value written as a reference to an earlier object (NSArchiver
+// does that for an object it has archived before) and a value of another
+// class.
+func attributeStrings(blob []byte, name string) []string {
+	key := unsharedString(name)
+	var values []string
+	for at := 0; ; {
+		i := bytes.Index(blob[at:], key)
+		if i < 0 {
+			return values
+		}
+		i += at
+		at = i + 1 // a failed match may overlap the next one
+		if s, end, ok := stringValue(blob, i+len(key)); ok {
+			values = append(values, s)
+			at = end
+		}
+	}
+}
+
+// unsharedString is s as a typedstream writes an unshared string: its
+// length (one byte, or a tag and 2 or 4 bytes), then its bytes.
+func unsharedString(s string) []byte {
+	var b []byte
+	switch n := len(s); {
+	case n < 0x80:
+		b = append(b, byte(n))
+	case n <= math.MaxInt16:
+		b = binary.LittleEndian.AppendUint16(append(b, tsInt16), uint16(n))
+	default:
+		b = binary.LittleEndian.AppendUint32(append(b, tsInt32), uint32(n))
+	}
+	return append(b, s...)
+}
+
+// stringValue reads, at p just past a dictionary key's characters, the rest
+// of the key object and a value that is a new NSString, and returns the
+// value's characters and where its object ends.
+func stringValue(blob []byte, p int) (string, int, bool) {
+	r := tsReader{b: blob, p: p}
 	if !r.byte(tsEnd) || // end of the key object
 		!r.sharedString("@") || // the value's group type
 		!r.byte(tsNew) || // a new object…
 		!r.classChain() || // …of class NSString
 		!r.sharedString("+") { // its one field: the characters
-		return "", false
+		return "", 0, false
 	}
 	n, ok := r.uint()
-	if !ok || n <= 0 || r.p+n >= len(blob) || blob[r.p+n] != tsEnd {
-		return "", false
+	if !ok || r.p+n >= len(blob) || blob[r.p+n] != tsEnd {
+		return "", 0, false
 	}
 	s := blob[r.p : r.p+n]
 	if !utf8.Valid(s) {
-		return "", false
+		return "", 0, false
 	}
-	t := strings.TrimSpace(string(s))
-	return t, t != ""
+	return string(s), r.p + n + 1, true
 }
 
-// tsReader walks a typedstream just far enough for attributedTranscription.
+// tsReader walks a typedstream just far enough for attributeStrings.
 type tsReader struct {
 	b []byte
 	p int

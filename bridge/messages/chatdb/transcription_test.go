@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,7 +62,7 @@ func voiceMemoBody(transcription string) []byte {
 		b = append(b, 0x86)
 	}
 	str("__kIMFileTransferGUIDAttributeName")
-	str("4C339597-EBBB-4978-9B87-521C0471A848")
+	str(voiceMemoGUID)
 	str("IMAudioTranscription")
 	str(transcription)
 	str("__kIMMessagePartAttributeName")
@@ -99,6 +100,108 @@ func TestAttributedTranscription(t *testing.T) {
 	for _, blob := range [][]byte{nil, typedstream.Encode("IMAudioTranscription"), typedstream.Encode("hello")} {
 		if got, ok := attributedTranscription(blob); ok {
 			t.Errorf("attributedTranscription(%q) = %q", blob, got)
+		}
+	}
+}
+
+// voiceMemoGUID is the file transfer GUID voiceMemoBody carries.
+const voiceMemoGUID = "4C339597-EBBB-4978-9B87-521C0471A848"
+
+// The GUIDs of two attachments, for typedstream.EncodeParts.
+const (
+	guid1 = "F0668F79-20C2-49C9-A87F-1B007ABB0CED"
+	guid2 = "D0551D89-4E11-43D0-9A0E-06F19704E97B"
+)
+
+// TestAttributeLayouts: voiceMemoBody and typedstream.EncodeParts write a
+// transfer GUID pair in the same shape ("@" group, new object, NSString
+// class and "+" type as references, characters, end tag), with different
+// reference numbers: EncodeParts' root is mutable, which puts two more
+// classes before NSString. attributeStrings must read both.
+func TestAttributeLayouts(t *testing.T) {
+	pair := func(ref byte) []byte {
+		var b []byte
+		for _, s := range []string{transferAttribute, voiceMemoGUID} {
+			b = append(b, 0x92, tsNew, ref, ref)
+			b = append(b, unsharedString(s)...)
+			b = append(b, tsEnd)
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name string
+		blob []byte
+		ref  byte // NSString's class and "+": O4 and S4, or O6 and S6
+	}{
+		{"voiceMemoBody", voiceMemoBody("hi"), 0x96},
+		{"EncodeParts", typedstream.EncodeParts(typedstream.Part{FileTransferGUID: voiceMemoGUID}), 0x98},
+	} {
+		if !bytes.Contains(tc.blob, pair(tc.ref)) {
+			t.Errorf("%s: no GUID pair %x in\n%x", tc.name, pair(tc.ref), tc.blob)
+		}
+		if got := attributeStrings(tc.blob, transferAttribute); !slices.Equal(got, []string{voiceMemoGUID}) {
+			t.Errorf("%s: attributeStrings = %q", tc.name, got)
+		}
+	}
+}
+
+func TestAttributeStrings(t *testing.T) {
+	memo := voiceMemoBody("  This is a test ")
+	parts := typedstream.EncodeParts(
+		typedstream.Part{FileTransferGUID: guid1},
+		typedstream.Part{Text: "between"},
+		typedstream.Part{FileTransferGUID: guid2},
+	)
+	for _, tc := range []struct {
+		name string
+		blob []byte
+		attr string
+		want []string
+	}{
+		{"transcription", memo, transcriptionAttribute, []string{"  This is a test "}},
+		{"transfer GUID", memo, transferAttribute, []string{voiceMemoGUID}},
+		{"an NSNumber value", memo, "__kIMMessagePartAttributeName", nil},
+		{"an absent attribute", memo, "__kIMLinkAttributeName", nil},
+		{"one per attachment", parts, transferAttribute, []string{guid1, guid2}},
+		{"NSNumber values after references", parts, "__kIMMessagePartAttributeName", nil},
+		{"nil", nil, transferAttribute, nil},
+	} {
+		if got := attributeStrings(tc.blob, tc.attr); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: attributeStrings(%s) = %q, want %q", tc.name, tc.attr, got, tc.want)
+		}
+	}
+}
+
+func TestFileTransferGUIDs(t *testing.T) {
+	a1 := typedstream.Part{FileTransferGUID: guid1}
+	a2 := typedstream.Part{FileTransferGUID: guid2}
+	text := func(s string) typedstream.Part { return typedstream.Part{Text: s} }
+	for _, tc := range []struct {
+		name string
+		blob []byte
+		want []string
+	}{
+		{"two attachments, text between", typedstream.EncodeParts(a1, text("between"), a2), []string{guid1, guid2}},
+		{"long text between", typedstream.EncodeParts(text("a"), a2, text(strings.Repeat("é", 20000)), a1), []string{guid2, guid1}},
+		{"a repeated attachment", typedstream.EncodeParts(a2, a1, text(" "), a2), []string{guid2, guid1}},
+		{"voice memo", voiceMemoBody("This is a test"), []string{voiceMemoGUID}},
+		{"text only", typedstream.Encode("hello"), nil},
+		{"the key as text", typedstream.Encode(`"` + transferAttribute), nil},
+		{"nil", nil, nil},
+		{"garbage", []byte("\x22__kIMFileTransferGUIDAttributeName\x86\x92\x84\xff"), nil},
+		{"header only", []byte("\x04\x0bstreamtyped\x81\xe8\x03"), nil},
+	} {
+		if got := fileTransferGUIDs(tc.blob); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: fileTransferGUIDs = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+
+	// No prefix of a blob may panic or yield a partial GUID.
+	blob := typedstream.EncodeParts(a1, text("between"), a2)
+	for n := range len(blob) {
+		got := fileTransferGUIDs(blob[:n])
+		if want := []string{guid1, guid2}[:len(got)]; !slices.Equal(got, want) {
+			t.Fatalf("prefix %d: got %q", n, got)
 		}
 	}
 }

@@ -3,12 +3,22 @@ package typedstream
 import (
 	"encoding/binary"
 	"math"
+	"strings"
 	"unicode/utf8"
 )
 
-// partAttribute is the attribute Messages puts on every run of a message's
-// text: the index of the message part the run belongs to.
-const partAttribute = "__kIMMessagePartAttributeName"
+// The attributes Messages puts on the runs of a message's text:
+// partAttribute on every run, the index of the message part it belongs to;
+// transferAttribute on an attachment's placeholder, the GUID of its file
+// transfer (the attachment row).
+const (
+	partAttribute     = "__kIMMessagePartAttributeName"
+	transferAttribute = "__kIMFileTransferGUIDAttributeName"
+)
+
+// attachmentText is the text of an attachment part: the object replacement
+// character that stands for the attachment in the string.
+const attachmentText = "\uFFFC"
 
 // classVersions are the versions Foundation archives these classes with.
 var classVersions = map[string]int64{
@@ -35,13 +45,49 @@ var classVersions = map[string]int64{
 // else. Encode panics if text is longer than math.MaxInt32 bytes, which an
 // archive cannot express.
 func Encode(text string) []byte {
+	return EncodeParts(Part{Text: text})
+}
+
+// Part is one part of a message body: text, or an attachment (its U+FFFC
+// placeholder carrying the file transfer GUID).
+type Part struct {
+	Text             string
+	FileTransferGUID string
+}
+
+// EncodeParts archives a message body of several parts as Encode archives
+// one: the string is the parts' texts joined, an attachment part (one with a
+// FileTransferGUID) giving U+FFFC whatever its Text. Each part then has its
+// own attribute run, in order, with a dictionary of its own (indexes 1, 2,
+// 3…): __kIMMessagePartAttributeName → NSNumber of the part's index in
+// parts, and for an attachment first __kIMFileTransferGUIDAttributeName →
+// NSString of its GUID, the order Messages writes them in. An empty text
+// part has no run (a run cannot be empty) but keeps its index, so the
+// indexes still say which part of parts a run is.
+//
+// Each dictionary and its keys are written as new objects, so every run
+// names its attributes literally (an archiver may instead refer back to a key
+// object it has written before); shared strings, classes and C strings are
+// written once and then referenced. EncodeParts panics if the text is longer
+// than math.MaxInt32 bytes.
+func EncodeParts(parts ...Part) []byte {
+	texts := make([]string, len(parts))
+	for i, p := range parts {
+		texts[i] = p.Text
+		if p.FileTransferGUID != "" {
+			texts[i] = attachmentText
+		}
+	}
+	text := strings.Join(texts, "")
 	if len(text) > math.MaxInt32 {
 		panic("typedstream: text too long to archive")
 	}
+
 	e := encoder{
-		buf:     make([]byte, 0, len(text)+256),
-		strings: make(map[string]int, 16),
-		classes: make(map[string]int, 8),
+		buf:      make([]byte, 0, len(text)+256+len(parts)*160),
+		strings:  make(map[string]int, 16),
+		classes:  make(map[string]int, 8),
+		cStrings: make(map[string]int, 1),
 	}
 	e.header()
 
@@ -55,32 +101,31 @@ func Encode(text string) []byte {
 	e.buf = append(e.buf, text...)
 	e.end()
 
-	if units := utf16Len(text); units > 0 {
-		// The run: (dictionary index 1, length in UTF-16 code units).
+	dict := 0
+	for i, p := range parts {
+		units := utf16Len(texts[i])
+		if units == 0 {
+			continue
+		}
+		dict++
+		// The run: (its dictionary's index, its length in UTF-16 code
+		// units), then the dictionary, since its index is new.
 		e.sharedString("iI")
-		e.int(1)
+		e.int(int64(dict))
 		e.int(int64(units))
 
 		e.sharedString("@")
 		e.beginObject("NSDictionary", "NSObject")
 		e.sharedString("i")
-		e.int(1) // one key-value pair
-
-		e.sharedString("@")
-		e.beginObject("NSString", "NSObject")
-		e.sharedString("+")
-		e.int(int64(len(partAttribute)))
-		e.buf = append(e.buf, partAttribute...)
-		e.end()
-
-		e.sharedString("@")
-		e.beginObject("NSNumber", "NSValue", "NSObject")
-		e.sharedString("*")
-		e.cString("i") // the number's Objective-C type
-		e.sharedString("i")
-		e.int(0)
-		e.end()
-
+		if p.FileTransferGUID != "" {
+			e.int(2) // key-value pairs
+			e.nsString(transferAttribute)
+			e.nsString(p.FileTransferGUID)
+		} else {
+			e.int(1)
+		}
+		e.nsString(partAttribute)
+		e.nsNumber(int64(i))
 		e.end() // the dictionary
 	}
 	e.end() // the attributed string
@@ -88,12 +133,14 @@ func Encode(text string) []byte {
 }
 
 // encoder writes an archive, keeping the tables a reader rebuilds so that a
-// repeated string or class is written as a reference, as NSArchiver does.
+// repeated string, class or C string is written as a reference, as
+// NSArchiver does.
 type encoder struct {
-	buf     []byte
-	strings map[string]int // shared string → its index
-	classes map[string]int // class name → its object-table index
-	objects int            // object-table entries so far
+	buf      []byte
+	strings  map[string]int // shared string → its index
+	classes  map[string]int // class name → its object-table index
+	cStrings map[string]int // C string → its object-table index
+	objects  int            // object-table entries so far
 }
 
 func (e *encoder) header() {
@@ -151,10 +198,39 @@ func (e *encoder) beginObject(chain ...string) {
 	e.buf = append(e.buf, tagNil)
 }
 
+// cString writes a C string value: the first time a literal, which takes an
+// object-table slot, then a reference to that slot.
 func (e *encoder) cString(s string) {
+	if i, ok := e.cStrings[s]; ok {
+		e.ref(i)
+		return
+	}
 	e.buf = append(e.buf, tagNew)
 	e.sharedString(s)
+	e.cStrings[s] = e.objects
 	e.objects++
+}
+
+// nsString writes an "@" group holding a new NSString object with s.
+func (e *encoder) nsString(s string) {
+	e.sharedString("@")
+	e.beginObject("NSString", "NSObject")
+	e.sharedString("+")
+	e.int(int64(len(s)))
+	e.buf = append(e.buf, s...)
+	e.end()
+}
+
+// nsNumber writes an "@" group holding a new NSNumber object of type int
+// with v.
+func (e *encoder) nsNumber(v int64) {
+	e.sharedString("@")
+	e.beginObject("NSNumber", "NSValue", "NSObject")
+	e.sharedString("*")
+	e.cString("i") // the number's Objective-C type
+	e.sharedString("i")
+	e.int(v)
+	e.end()
 }
 
 func (e *encoder) end() { e.buf = append(e.buf, tagEnd) }

@@ -39,11 +39,7 @@ type Fixture struct {
 func New(t testing.TB, dir string) *Fixture {
 	t.Helper()
 	path := filepath.Join(dir, "chat.db")
-	u := url.URL{Path: path}
-	// synchronous=NORMAL is what WAL databases commonly run with; it also
-	// keeps fixtures of 100,000 rows quick to build.
-	db, err := sql.Open("sqlite", "file:"+u.EscapedPath()+
-		"?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(5000)")
+	db, err := sql.Open("sqlite", dsn(path))
 	if err != nil {
 		t.Fatalf("chatdbtest: open %s: %v", path, err)
 	}
@@ -53,6 +49,13 @@ func New(t testing.TB, dir string) *Fixture {
 		t.Fatalf("chatdbtest: create schema: %v", err)
 	}
 	return &Fixture{t: t, path: path, db: db}
+}
+
+// dsn opens path in WAL mode. synchronous=NORMAL is what WAL databases
+// commonly run with; it also keeps fixtures of 100,000 rows quick to build.
+func dsn(path string) string {
+	u := url.URL{Path: path}
+	return "file:" + u.EscapedPath() + "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(5000)"
 }
 
 // Path returns the database file's path.
@@ -78,6 +81,12 @@ func (f *Fixture) Exec(query string, args ...any) {
 	if _, err := f.conn().Exec(query, args...); err != nil {
 		f.t.Fatalf("chatdbtest: exec %q: %v", query, err)
 	}
+}
+
+// QueryRow runs a query on the fixture's connection, for tests that check
+// what the fixture wrote.
+func (f *Fixture) QueryRow(query string, args ...any) *sql.Row {
+	return f.conn().QueryRow(query, args...)
 }
 
 // Batch runs fn with every write in one transaction, to build large
@@ -257,15 +266,18 @@ type Msg struct {
 	Ventura bool
 	// Date is when the message was sent; zero means now.
 	Date time.Time
-	// IsSent marks a row of ours as sent (is_sent = 1, is_delivered = 1).
-	// Inbound rows always have is_sent = 0, as Messages writes them.
+	// IsSent marks a row of ours as sent (is_sent = 1; delivery comes
+	// later, see MarkDelivered). Inbound rows always have is_sent = 0, as
+	// Messages writes them.
 	IsSent         bool
 	Error          int
 	IsAudioMessage bool
 	// ReactionTo is the GUID of the message a tapback targets, stored as
 	// "p:0/<guid>"; a value already starting with "p:" or "bp:" is kept.
 	ReactionTo   string
-	ReactionType int // 2000-2005 added, 3000-3005 removed
+	ReactionType int // 2000-2007 added, 3000-3007 removed
+	// Emoji is the emoji of an emoji tapback (2006, 3006).
+	Emoji string
 	// ReplyTo is the GUID of the message this one replies to inline.
 	ReplyTo string
 	// HandleOf is the other party's address on a row of ours. Messages
@@ -273,7 +285,12 @@ type Msg struct {
 	// none): it is taken from the chat when empty.
 	HandleOf    string
 	Attachments []FileSpec
+	// ItemType, GroupAction, GroupTitle and Other (the address of the
+	// member concerned, other_handle) make a group change row.
 	ItemType    int
+	GroupAction int
+	GroupTitle  string
+	Other       string
 }
 
 // FileSpec describes an attachment.
@@ -285,6 +302,9 @@ type FileSpec struct {
 	TransferName string
 	UTI          string
 	TotalBytes   int64
+	// BodyOnly leaves out the join row: the attachment is named only in
+	// the message's attributedBody, as macOS 15 sometimes writes it.
+	BodyOnly bool
 }
 
 // Insert adds a message with its chat join and attachments in one
@@ -315,18 +335,27 @@ func (f *Fixture) Insert(m Msg) (rowID int64, guid string) {
 		}}
 	}
 
-	bodyText := m.Text
-	transcription := ""
+	transcription, text := "", m.Text
 	if m.IsAudioMessage {
-		transcription, bodyText = m.Text, ""
+		transcription, text = m.Text, ""
 	}
-	// Each attachment is a U+FFFC placeholder in the body, before the text.
-	bodyText = strings.Repeat("\uFFFC", len(atts)) + bodyText
-	var text, attributed any
+	// Each attachment is a U+FFFC placeholder in the body, before the text,
+	// carrying its transfer GUID.
+	attGUIDs := make([]string, len(atts))
+	var parts []typedstream.Part
+	for i := range atts {
+		attGUIDs[i] = "at_0_" + newGUID()
+		parts = append(parts, typedstream.Part{FileTransferGUID: attGUIDs[i]})
+	}
+	if text != "" {
+		parts = append(parts, typedstream.Part{Text: text})
+	}
+	bodyText := strings.Repeat("\uFFFC", len(atts)) + text
+	var textCol, attributed any
 	if bodyText != "" {
-		attributed = typedstream.Encode(bodyText)
+		attributed = typedstream.EncodeParts(parts...)
 		if !m.Ventura {
-			text = bodyText
+			textCol = bodyText
 		}
 	}
 
@@ -354,22 +383,29 @@ func (f *Fixture) Insert(m Msg) (rowID int64, guid string) {
 			// our own rows.
 			handleID = f.handle(c, m.Chat.Identifier, m.Chat.Service)
 		}
-		sent, delivered, dateDelivered := 0, 1, int64(0)
+		// An inbound row is delivered; a row of ours is sent first and
+		// delivered later (an SMS counts as delivered once sent, with no
+		// date).
+		sent, delivered := 0, 1
 		if fromMe {
 			delivered = 0
 			if m.IsSent {
-				sent, delivered, dateDelivered = 1, 1, appleNanos(date)
+				sent, delivered = 1, b2i(serviceName(m.Chat.Service) == "SMS")
 			}
 		}
+		var other int64
+		if m.Other != "" {
+			other = f.handle(c, m.Other, m.Chat.Service)
+		}
 		res, err := c.Exec(`INSERT INTO message (guid, text, attributedBody, handle_id, service, account, error, date,
-			date_delivered, is_from_me, is_sent, is_delivered, is_finished, is_audio_message, cache_has_attachments,
-			item_type, associated_message_guid, associated_message_type, thread_originator_guid, thread_originator_part,
-			part_count)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			guid, text, attributed, handleID, serviceName(m.Chat.Service), "E:me@example.com", m.Error, appleNanos(date),
-			dateDelivered, b2i(fromMe), sent, delivered, b2i(m.IsAudioMessage), b2i(len(atts) > 0),
-			m.ItemType, assoc, m.ReactionType, nullIfEmpty(m.ReplyTo), threadPart,
-			len(atts)+b2i(m.Text != "" && !m.IsAudioMessage))
+			date_delivered, date_read, is_from_me, is_sent, is_delivered, is_finished, is_audio_message, cache_has_attachments,
+			item_type, group_action_type, group_title, other_handle, associated_message_guid, associated_message_type,
+			associated_message_emoji, thread_originator_guid, thread_originator_part, part_count)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			guid, textCol, attributed, handleID, serviceName(m.Chat.Service), "E:me@example.com", m.Error, appleNanos(date),
+			b2i(fromMe), sent, delivered, b2i(m.IsAudioMessage), b2i(len(atts) > 0),
+			m.ItemType, m.GroupAction, nullIfEmpty(m.GroupTitle), other, assoc, m.ReactionType, nullIfEmpty(m.Emoji),
+			nullIfEmpty(m.ReplyTo), threadPart, len(atts)+b2i(m.Text != "" && !m.IsAudioMessage))
 		if err != nil {
 			f.t.Fatalf("chatdbtest: insert message: %v", err)
 		}
@@ -380,7 +416,7 @@ func (f *Fixture) Insert(m Msg) (rowID int64, guid string) {
 				f.t.Fatalf("chatdbtest: join message to chat: %v", err)
 			}
 		}
-		for _, a := range atts {
+		for i, a := range atts {
 			var info any
 			if transcription != "" {
 				info = transcriptionPlist(transcription)
@@ -392,12 +428,15 @@ func (f *Fixture) Insert(m Msg) (rowID int64, guid string) {
 			res, err := c.Exec(`INSERT INTO attachment (guid, original_guid, created_date, filename, uti, mime_type,
 				transfer_state, is_outgoing, user_info, transfer_name, total_bytes)
 				VALUES (?1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)`,
-				"at_0_"+newGUID(), date.Unix()-978307200, nullIfEmpty(a.Path), nullIfEmpty(a.UTI), nullIfEmpty(a.MimeType),
+				attGUIDs[i], date.Unix()-978307200, nullIfEmpty(a.Path), nullIfEmpty(a.UTI), nullIfEmpty(a.MimeType),
 				state, b2i(fromMe), info, nullIfEmpty(a.TransferName), a.TotalBytes)
 			if err != nil {
 				f.t.Fatalf("chatdbtest: insert attachment: %v", err)
 			}
 			attID, _ := res.LastInsertId()
+			if a.BodyOnly {
+				continue
+			}
 			if _, err := c.Exec("INSERT INTO message_attachment_join (message_id, attachment_id) VALUES (?, ?)", rowID, attID); err != nil {
 				f.t.Fatalf("chatdbtest: join attachment: %v", err)
 			}
@@ -427,10 +466,16 @@ func (f *Fixture) update(guid, set string, args ...any) {
 	}
 }
 
-// MarkSent turns an outgoing row sent and delivered.
+// MarkSent turns an outgoing row sent.
 func (f *Fixture) MarkSent(guid string) {
 	f.t.Helper()
-	f.update(guid, "is_sent = 1, is_delivered = 1, date_delivered = ?", appleNanos(time.Now()))
+	f.update(guid, "is_sent = 1")
+}
+
+// MarkDelivered records that an outgoing row reached the contact's device.
+func (f *Fixture) MarkDelivered(guid string, at time.Time) {
+	f.t.Helper()
+	f.update(guid, "is_delivered = 1, date_delivered = ?", appleNanos(at))
 }
 
 // MarkError sets the row's error code (a failed send).
@@ -467,6 +512,147 @@ func (f *Fixture) SetText(guid, text string) {
 		column = nil
 	}
 	f.update(guid, "text = ?, attributedBody = ?", column, typedstream.Encode(text))
+}
+
+// Edit rewrites a row's body as Messages does when its sender edits it
+// (macOS 13 and later): the new text in text (NULL on a Ventura-style row)
+// and attributedBody, date_edited set, and the edit history in
+// message_summary_info.
+func (f *Fixture) Edit(guid, text string, at time.Time) {
+	f.t.Helper()
+	var oldText sql.NullString
+	if err := f.conn().QueryRow("SELECT text FROM message WHERE guid = ?", guid).Scan(&oldText); err != nil {
+		f.t.Fatalf("chatdbtest: find message %s: %v", guid, err)
+	}
+	var column any = text
+	if !oldText.Valid {
+		column = nil
+	}
+	f.update(guid, "text = ?, attributedBody = ?, date_edited = ?, message_summary_info = ?",
+		column, typedstream.Encode(text), appleNanos(at), summaryInfo("ec"))
+}
+
+// Unsend takes a row back the way macOS 13 to 15 record it: the body and
+// the attachment joins gone, date_retracted and date_edited set, the
+// retracted part in message_summary_info.
+func (f *Fixture) Unsend(guid string, at time.Time) {
+	f.t.Helper()
+	f.inTx(func(c execer) {
+		f.update(guid, "text = NULL, attributedBody = NULL, date_retracted = ?, date_edited = ?, message_summary_info = ?",
+			appleNanos(at), appleNanos(at), summaryInfo("rp"))
+		if _, err := c.Exec("DELETE FROM message_attachment_join WHERE message_id IN (SELECT ROWID FROM message WHERE guid = ?)", guid); err != nil {
+			f.t.Fatalf("chatdbtest: unsend %s: %v", guid, err)
+		}
+	})
+}
+
+// UnsendAsEdit takes a row back the way macOS 26 may record it: an edit
+// whose body is empty (an attributedBody with no text, text NULL), with
+// date_edited set and date_retracted left 0.
+func (f *Fixture) UnsendAsEdit(guid string, at time.Time) {
+	f.t.Helper()
+	f.update(guid, "text = NULL, attributedBody = ?, date_edited = ?, message_summary_info = ?",
+		typedstream.EncodeParts(), appleNanos(at), summaryInfo("rp"))
+}
+
+// FinishTransfer completes the transfers of a message's attachments: the
+// file is at path (as Messages stores it, "~" allowed).
+func (f *Fixture) FinishTransfer(guid, path string) {
+	f.t.Helper()
+	f.Exec(`UPDATE attachment SET filename = ?, transfer_state = 5 WHERE ROWID IN (SELECT maj.attachment_id
+		FROM message_attachment_join maj JOIN message m ON m.ROWID = maj.message_id WHERE m.guid = ?)`, path, guid)
+}
+
+// AddMember adds address to a group the way Messages records it: the
+// member joined to the chat and a system row (item type 1, action 0) sent
+// by by ("" for the account owner). It returns the row's GUID.
+func (f *Fixture) AddMember(chat ChatRef, by, address string) string {
+	f.t.Helper()
+	var guid string
+	f.inTx(func(c execer) {
+		f.join(c, chat.RowID, f.handle(c, address, chat.Service))
+		_, guid = f.Insert(Msg{Chat: chat, From: by, ItemType: 1, GroupAction: 0, Other: address})
+	})
+	return guid
+}
+
+// RemoveMember removes address from a group (item type 1, action 1).
+func (f *Fixture) RemoveMember(chat ChatRef, by, address string) string {
+	f.t.Helper()
+	var guid string
+	f.inTx(func(c execer) {
+		f.leave(c, chat, address)
+		_, guid = f.Insert(Msg{Chat: chat, From: by, ItemType: 1, GroupAction: 1, Other: address})
+	})
+	return guid
+}
+
+// Leave records address leaving a group (item type 3, action 0, sent by
+// the member).
+func (f *Fixture) Leave(chat ChatRef, address string) string {
+	f.t.Helper()
+	var guid string
+	f.inTx(func(c execer) {
+		f.leave(c, chat, address)
+		_, guid = f.Insert(Msg{Chat: chat, From: address, ItemType: 3, GroupAction: 0})
+	})
+	return guid
+}
+
+func (f *Fixture) leave(c execer, chat ChatRef, address string) {
+	f.t.Helper()
+	if _, err := c.Exec(`DELETE FROM chat_handle_join WHERE chat_id = ? AND handle_id IN (SELECT ROWID FROM handle WHERE id = ?)`,
+		chat.RowID, address); err != nil {
+		f.t.Fatalf("chatdbtest: remove %s from chat %s: %v", address, chat.GUID, err)
+	}
+}
+
+// Rename renames a group (display_name, and a system row of item type 2
+// with the new name in group_title).
+func (f *Fixture) Rename(chat ChatRef, by, name string) string {
+	f.t.Helper()
+	var guid string
+	f.inTx(func(c execer) {
+		if _, err := c.Exec("UPDATE chat SET display_name = ? WHERE ROWID = ?", nullIfEmpty(name), chat.RowID); err != nil {
+			f.t.Fatalf("chatdbtest: rename chat %s: %v", chat.GUID, err)
+		}
+		_, guid = f.Insert(Msg{Chat: chat, From: by, ItemType: 2, GroupTitle: name})
+	})
+	return guid
+}
+
+// SetGroupPhoto records a new group photo (item type 3, action 1).
+func (f *Fixture) SetGroupPhoto(chat ChatRef, by string) string {
+	f.t.Helper()
+	_, guid := f.Insert(Msg{Chat: chat, From: by, ItemType: 3, GroupAction: 1})
+	return guid
+}
+
+// Checkpoint copies the write-ahead log into the database and truncates it
+// to nothing, as Messages' checkpoints do.
+func (f *Fixture) Checkpoint() {
+	f.t.Helper()
+	var busy, logFrames, done int
+	if err := f.db.QueryRow("PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done); err != nil || busy != 0 {
+		f.t.Fatalf("chatdbtest: checkpoint: busy %d, %v", busy, err)
+	}
+}
+
+// Reopen closes the fixture's connection and opens a new one, as Messages
+// quitting and launching again does: the last connection to close removes
+// the write-ahead log, and the next write starts a new one.
+func (f *Fixture) Reopen() {
+	f.t.Helper()
+	if err := f.db.Close(); err != nil {
+		f.t.Fatalf("chatdbtest: close: %v", err)
+	}
+	db, err := sql.Open("sqlite", dsn(f.path))
+	if err != nil {
+		f.t.Fatalf("chatdbtest: reopen %s: %v", f.path, err)
+	}
+	db.SetMaxOpenConns(1)
+	f.t.Cleanup(func() { db.Close() })
+	f.db = db
 }
 
 // DeleteMessage removes a message and its joins, leaving a ROWID gap (as
@@ -523,9 +709,22 @@ func nullIfEmpty(s string) any {
 	return s
 }
 
+// summaryInfo is a message_summary_info property list naming one of its
+// keys ("ec" edited content, "rp" retracted parts) with an empty value: the
+// bridge reads the row's dates and body, not this blob, which only has to
+// be there as Messages writes it.
+func summaryInfo(key string) []byte {
+	return plist(key, "")
+}
+
 // transcriptionPlist builds the binary property list {"audio-transcription":
 // text} that macOS keeps in a voice memo attachment's user_info.
 func transcriptionPlist(text string) []byte {
+	return plist("audio-transcription", text)
+}
+
+// plist builds the binary property list {key: value}.
+func plist(key, value string) []byte {
 	out := []byte("bplist00")
 	var offsets []int
 	add := func(obj []byte) {
@@ -533,8 +732,8 @@ func transcriptionPlist(text string) []byte {
 		out = append(out, obj...)
 	}
 	add([]byte{0xd1, 1, 2}) // dict, one pair: key object 1, value object 2
-	add(plistString("audio-transcription"))
-	add(plistString(text))
+	add(plistString(key))
+	add(plistString(value))
 	tableAt := len(out)
 	offSize := 1
 	if tableAt > 0xff {

@@ -1,0 +1,183 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/blueline-app/blueline/bridge"
+)
+
+// MessageUpdate is what the network recorded about a stored message after
+// it was stored. Times are Unix ms; 0 means not (yet).
+type MessageUpdate struct {
+	GUID string
+	// Text is the body after the edit at EditedAt.
+	Text        *string
+	EditedAt    int64
+	UnsentAt    int64
+	DeliveredAt int64
+	ReadAt      int64
+	// Attachments complete the files the message lacks (see
+	// fillAttachments); that changes no event.
+	Attachments []Attachment
+}
+
+// UpdateMessage applies an update to the message of line lineID with
+// u.GUID, and queues an event for each thing that is new: message.unsent,
+// message.edited, message.delivered, and receipt.read when the contact's
+// receipt of a one-to-one chat moved forward. What is already stored is
+// kept, so giving the same update again changes nothing. It returns the
+// message as stored and the events queued (none when nothing was new), or
+// ErrNotFound.
+func (db *DB) UpdateMessage(ctx context.Context, lineID string, u MessageUpdate) (Message, []string, error) {
+	var m Message
+	var events []string
+	changed := false
+	// Most updates repeat what is stored: a read transaction tells.
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		if _, err := messageKeyByGUID(tx, u.GUID, &m); err != nil {
+			return err
+		}
+		if m.LineID != lineID {
+			return ErrNotFound
+		}
+		events, changed = messageChanges(&m, u)
+		return nil
+	})
+	if err != nil || !changed {
+		return m, nil, err
+	}
+	err = db.bolt.Batch(func(tx *bolt.Tx) error {
+		m = Message{} // decoding leaves alone what the JSON omits
+		key, err := messageKeyByGUID(tx, u.GUID, &m)
+		if err != nil {
+			return err
+		}
+		if events, changed = messageChanges(&m, u); !changed {
+			return nil
+		}
+		if err := putJSON(tx.Bucket(bktChatMessages), key, m); err != nil {
+			return err
+		}
+		var c Chat
+		if err := getJSON(tx.Bucket(bktChats), []byte(m.ChatID), &c); err != nil {
+			return fmt.Errorf("chat of message %s: %w", m.ID, err)
+		}
+		for _, e := range events {
+			if e == EventReceiptRead {
+				if _, err := db.contactRead(tx, c, c.Identifier, m.ReadAt); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := db.queueEvent(tx, e, m.LineID, m.ChatID, EventSubject{Message: &m}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Message{}, nil, fmt.Errorf("update message %s: %w", u.GUID, err)
+	}
+	return m, events, nil
+}
+
+// messageChanges applies u to m, reports whether that changed m, and names
+// the events it calls for. An unsent message takes no edit and no file.
+func messageChanges(m *Message, u MessageUpdate) (events []string, changed bool) {
+	defer func() { changed = changed || len(events) > 0 }()
+	switch {
+	case u.UnsentAt != 0 && m.UnsentAt == 0:
+		m.UnsentAt, m.Text, m.Attachments = u.UnsentAt, nil, []Attachment{}
+		events = append(events, EventMessageUnsent)
+	case m.UnsentAt == 0 && u.EditedAt > m.EditedAt && u.Text != nil:
+		m.EditedAt, m.Text = u.EditedAt, u.Text
+		events = append(events, EventMessageEdited)
+	}
+	changed = fillFiles(m, u.Attachments)
+	if !m.IsFromMe {
+		return events, changed
+	}
+	if u.DeliveredAt != 0 && m.DeliveredAt == 0 {
+		m.DeliveredAt = u.DeliveredAt
+		events = append(events, EventMessageDelivered)
+	}
+	if u.ReadAt > m.ReadAt {
+		m.ReadAt = u.ReadAt
+		events = append(events, EventReceiptRead)
+	}
+	return events, changed
+}
+
+// ChatUpdate is a change to a group chat, with the chat as it left it: the
+// subject of a chat.updated event.
+type ChatUpdate struct {
+	Chat Chat `json:"chat"`
+	// Action is one of the bridge's Chat… changes.
+	Action string `json:"action"`
+	// Participant is the member added, removed or gone.
+	Participant string `json:"participant,omitempty"`
+	// Name is the new name of a renamed chat.
+	Name string `json:"name,omitempty"`
+	// By is who made the change ("" when the network does not say).
+	By       string `json:"by,omitempty"`
+	IsFromMe bool   `json:"is_from_me"`
+	At       int64  `json:"at"`
+}
+
+var chatActions = []string{bridge.ChatParticipantAdded, bridge.ChatParticipantRemoved, bridge.ChatParticipantLeft,
+	bridge.ChatRenamed, bridge.ChatPhotoChanged, bridge.ChatPhotoRemoved}
+
+// ApplyChatUpdate applies a change to a group chat of line want.LineID,
+// identified on the network by guid, and queues its chat.updated event. A
+// chat not stored yet is created from want (its ID is used only then). A
+// change whose guid was applied before changes nothing: applied is false.
+func (db *DB) ApplyChatUpdate(ctx context.Context, guid string, want Chat, u ChatUpdate) (_ ChatUpdate, applied bool, err error) {
+	if !slices.Contains(chatActions, u.Action) {
+		return u, false, fmt.Errorf("chat update: unknown action %q", u.Action)
+	}
+	err = db.bolt.Batch(func(tx *bolt.Tx) error {
+		applied = false
+		seen := tx.Bucket(bktChatUpdates)
+		key := join([]byte(want.LineID), []byte(guid))
+		if seen.Get(key) != nil {
+			return nil
+		}
+		// A stored chat takes the change alone: want may be older than
+		// the changes applied before it.
+		var c Chat
+		if id := tx.Bucket(bktChatGUIDs).Get(chatGUIDKey(want.LineID, want.GUID)); id != nil {
+			if err := getJSON(tx.Bucket(bktChats), id, &c); err != nil {
+				return err
+			}
+		} else if c, err = upsertChat(tx, want, false, ""); err != nil {
+			return err
+		}
+		old := c
+		switch u.Action {
+		case bridge.ChatParticipantAdded:
+			if u.Participant != "" && !slices.Contains(c.Participants, u.Participant) {
+				c.Participants = append(slices.Clone(c.Participants), u.Participant)
+			}
+		case bridge.ChatParticipantRemoved, bridge.ChatParticipantLeft:
+			c.Participants = slices.DeleteFunc(slices.Clone(c.Participants), func(p string) bool { return p == u.Participant })
+		case bridge.ChatRenamed:
+			c.Name = u.Name
+		}
+		if err := putChat(tx, &old, &c); err != nil {
+			return err
+		}
+		if err := seen.Put(key, nil); err != nil {
+			return err
+		}
+		u.Chat, applied = c, true
+		return db.queueEvent(tx, EventChatUpdated, c.LineID, c.ID, EventSubject{ChatUpdate: &u})
+	})
+	if err != nil {
+		return u, false, fmt.Errorf("chat update %s: %w", guid, err)
+	}
+	return u, applied, nil
+}
