@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -209,7 +208,7 @@ func (w *watcher) start(ctx context.Context) error {
 		return err
 	}
 	start := time.Now()
-	w.b.log.Info("importing the Messages history", "rows", max)
+	w.b.log.Info("importing the Messages history", "last_rowid", max)
 	// One goroutine reads and maps the next page of chat.db while this one
 	// stores the last.
 	readCtx, stop := context.WithCancel(ctx)
@@ -259,11 +258,7 @@ func (w *watcher) readHistory(ctx context.Context, max int64, pages chan<- histo
 	defer close(pages)
 	after := w.cursor
 	for after < max {
-		hp := historyPage
-		if v, err := strconv.Atoi(os.Getenv("XPAGE")); err == nil {
-			hp = v
-		}
-		rows, err := w.b.db.Rows(ctx, after, hp)
+		rows, err := w.b.db.Rows(ctx, after, historyPage)
 		if err != nil {
 			pages <- historyBatch{err: err}
 			return
