@@ -41,7 +41,12 @@ func (r *Receiver) Record(ctx context.Context, in bridge.Inbound) (storage.Inbou
 	if !ok {
 		return storage.InboundResult{}, fmt.Errorf("inbound message for unknown line %s", in.Line)
 	}
-	attachments, err := r.attachments(ctx, in)
+	stored, err := r.db.MessageByGUID(ctx, in.GUID)
+	seen := err == nil
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return storage.InboundResult{}, err
+	}
+	attachments, err := r.attachments(ctx, in.GUID, in.Attachments, stored, seen)
 	if err != nil {
 		return storage.InboundResult{}, err
 	}
@@ -109,17 +114,12 @@ func metadataOnly(a bridge.File) storage.Attachment {
 	return storage.Attachment{Filename: a.Filename, MimeType: a.MimeType, Size: a.Size, Transcription: a.Transcription}
 }
 
-// attachments copies a message's files into the file store: all of them
-// for a new message; for one seen before, only the files it still lacks
-// (they arrived late), the others passed on as they were.
-func (r *Receiver) attachments(ctx context.Context, in bridge.Inbound) ([]storage.Attachment, error) {
-	out := make([]storage.Attachment, 0, len(in.Attachments))
-	stored, err := r.db.MessageByGUID(ctx, in.GUID)
-	seen := err == nil
-	if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return nil, err
-	}
-	for i, a := range in.Attachments {
+// attachments copies the files of message guid into the file store: all
+// of them for a new message; for one seen before (stored), only the files
+// it still lacks (they arrived late), the others passed on as they were.
+func (r *Receiver) attachments(ctx context.Context, guid string, files []bridge.File, stored storage.Message, seen bool) ([]storage.Attachment, error) {
+	out := make([]storage.Attachment, 0, len(files))
+	for i, a := range files {
 		lacking := !seen || i < len(stored.Attachments) && stored.Attachments[i].FileID == "" && stored.UnsentAt == 0
 		if !lacking || a.Path == "" {
 			out = append(out, metadataOnly(a))
@@ -127,7 +127,7 @@ func (r *Receiver) attachments(ctx context.Context, in bridge.Inbound) ([]storag
 		}
 		f, err := r.files.Import(ctx, a.Path, a.Filename, a.MimeType)
 		if err != nil {
-			return nil, fmt.Errorf("attachment of message %s: %w", in.GUID, err)
+			return nil, fmt.Errorf("attachment of message %s: %w", guid, err)
 		}
 		out = append(out, storage.Attachment{FileID: f.ID, Filename: f.Filename, MimeType: f.MimeType, Size: f.Size,
 			Transcription: a.Transcription})
@@ -191,16 +191,15 @@ func (r *Receiver) RecordUpdate(ctx context.Context, u bridge.MessageUpdate) (st
 	}
 	var atts []storage.Attachment
 	if len(u.Attachments) > 0 {
-		// Files are copied only for a message stored already: attachments
-		// treats any other as new.
-		switch _, err := r.db.MessageByGUID(ctx, u.GUID); {
+		// Files are copied only for a message stored already.
+		stored, err := r.db.MessageByGUID(ctx, u.GUID)
+		switch {
 		case errors.Is(err, storage.ErrNotFound):
 			return storage.Message{}, nil, fmt.Errorf("message %s: %w", u.GUID, bridge.ErrNotRecorded)
 		case err != nil:
 			return storage.Message{}, nil, err
 		}
-		var err error
-		if atts, err = r.attachments(ctx, bridge.Inbound{GUID: u.GUID, Attachments: u.Attachments}); err != nil {
+		if atts, err = r.attachments(ctx, u.GUID, u.Attachments, stored, true); err != nil {
 			return storage.Message{}, nil, err
 		}
 	}

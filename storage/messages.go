@@ -436,15 +436,9 @@ func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, h *historyTx) (r
 // new report of it (see fillFiles), stores m if that changed it, and reports
 // whether a transcription was filled in.
 func fillAttachments(tx *bolt.Tx, m *Message, report []Attachment) (transcribed bool, err error) {
-	before := make([]bool, len(m.Attachments))
-	for i, a := range m.Attachments {
-		before[i] = a.Transcription != nil
-	}
-	if !fillFiles(m, report) {
+	changed, transcribed := fillFiles(m, report)
+	if !changed {
 		return false, nil
-	}
-	for i, a := range m.Attachments {
-		transcribed = transcribed || !before[i] && a.Transcription != nil
 	}
 	key := tx.Bucket(bktMessages).Get([]byte(m.ID))
 	if key == nil {
@@ -455,13 +449,13 @@ func fillAttachments(tx *bolt.Tx, m *Message, report []Attachment) (transcribed 
 
 // fillFiles completes the attachments of message m from a new report of
 // it: a file that had not arrived (its copy in the file store), a
-// transcription that was missing. It reports whether that changed m. An
-// unsent message stays without attachments.
-func fillFiles(m *Message, report []Attachment) bool {
+// transcription that was missing. It reports whether that changed m, and
+// whether a transcription was filled in. An unsent message stays without
+// attachments.
+func fillFiles(m *Message, report []Attachment) (changed, transcribed bool) {
 	if m.UnsentAt != 0 {
-		return false
+		return false, false
 	}
-	changed := false
 	for i := range min(len(m.Attachments), len(report)) {
 		a, r := &m.Attachments[i], report[i]
 		if a.FileID == "" && r.FileID != "" {
@@ -470,10 +464,10 @@ func fillFiles(m *Message, report []Attachment) bool {
 		}
 		if a.Transcription == nil && r.Transcription != nil {
 			a.Transcription = r.Transcription
-			changed = true
+			changed, transcribed = true, true
 		}
 	}
-	return changed
+	return changed, transcribed
 }
 
 // upsertChat finds the chat by its network GUID or creates it from want.

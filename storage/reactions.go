@@ -73,7 +73,7 @@ func (db *DB) applyReaction(tx *bolt.Tx, r Reaction) (Reaction, bool, error) {
 		return Reaction{}, false, err
 	}
 	if r.Added {
-		if err := replaceReactions(db, tx, r); err != nil {
+		if err := db.replaceReactions(tx, r); err != nil {
 			return Reaction{}, false, err
 		}
 	}
@@ -89,7 +89,7 @@ func (db *DB) applyReaction(tx *bolt.Tx, r Reaction) (Reaction, bool, error) {
 
 // replaceReactions removes the other added tapbacks of r's sender on r's
 // message, each with its reaction.removed event.
-func replaceReactions(db *DB, tx *bolt.Tx, r Reaction) error {
+func (db *DB) replaceReactions(tx *bolt.Tx, r Reaction) error {
 	b := tx.Bucket(bktReactions)
 	prefix := join([]byte(r.MessageID), []byte(r.Sender), []byte{0})
 	var others []Reaction

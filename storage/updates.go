@@ -88,7 +88,6 @@ func (db *DB) UpdateMessage(ctx context.Context, lineID string, u MessageUpdate)
 // messageChanges applies u to m, reports whether that changed m, and names
 // the events it calls for. An unsent message takes no edit and no file.
 func messageChanges(m *Message, u MessageUpdate) (events []string, changed bool) {
-	defer func() { changed = changed || len(events) > 0 }()
 	switch {
 	case u.UnsentAt != 0 && m.UnsentAt == 0:
 		m.UnsentAt, m.Text, m.Attachments = u.UnsentAt, nil, []Attachment{}
@@ -97,9 +96,9 @@ func messageChanges(m *Message, u MessageUpdate) (events []string, changed bool)
 		m.EditedAt, m.Text = u.EditedAt, u.Text
 		events = append(events, EventMessageEdited)
 	}
-	changed = fillFiles(m, u.Attachments)
+	changed, _ = fillFiles(m, u.Attachments)
 	if !m.IsFromMe {
-		return events, changed
+		return events, changed || len(events) > 0
 	}
 	if u.DeliveredAt != 0 && m.DeliveredAt == 0 {
 		m.DeliveredAt = u.DeliveredAt
@@ -109,7 +108,7 @@ func messageChanges(m *Message, u MessageUpdate) (events []string, changed bool)
 		m.ReadAt = u.ReadAt
 		events = append(events, EventReceiptRead)
 	}
-	return events, changed
+	return events, changed || len(events) > 0
 }
 
 // ChatUpdate is a change to a group chat, with the chat as it left it: the
