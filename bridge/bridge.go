@@ -257,6 +257,9 @@ type Sink interface {
 	// line was connected: stored without events, and without copying their
 	// files (their attachments keep name, type and size, no URL).
 	ReceiveHistory(ctx context.Context, line string, msgs []Inbound) error
+	// HistoryImported says that a line's history import is complete: the
+	// sink may settle what it held for the import's sake.
+	HistoryImported(ctx context.Context, line string) error
 	ReceiveReaction(ctx context.Context, in InboundReaction) error
 	// ReceiveUpdate takes a change to a message. It returns ErrNotRecorded
 	// for a message it does not know (yet).

@@ -110,6 +110,11 @@ func (r *Receiver) ReceiveHistory(ctx context.Context, lineHandle string, msgs [
 	return r.db.ImportHistory(ctx, line.ID, out)
 }
 
+// HistoryImported implements bridge.Sink.
+func (r *Receiver) HistoryImported(ctx context.Context, lineHandle string) error {
+	return r.db.SettleHistory(ctx)
+}
+
 func metadataOnly(a bridge.File) storage.Attachment {
 	return storage.Attachment{Filename: a.Filename, MimeType: a.MimeType, Size: a.Size, Transcription: a.Transcription}
 }

@@ -6,6 +6,7 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -38,6 +39,7 @@ var (
 	bktChatMessages  = []byte("chat_messages")  // chat ID ‖ sent_at ‖ seq → Message
 	bktMessages      = []byte("messages")       // message ID → chat_messages key
 	bktMessageGUIDs  = []byte("message_guids")  // guid → message ID
+	bktGUIDJournal   = []byte("guid_journal")   // generation → {guid → message ID}, on its way to message_guids (guids.go)
 	bktOutbox        = []byte("outbox")         // outbox ID → OutboxItem
 	bktOutboxDue     = []byte("outbox_due")     // next_attempt_at ‖ seq → outbox ID (pending items)
 	bktOutboxClaimed = []byte("outbox_claimed") // outbox ID → nil
@@ -57,7 +59,7 @@ var (
 
 var allBuckets = [][]byte{
 	bktMeta, bktLines, bktKeys, bktKeyHashes, bktChats, bktChatGUIDs, bktChatIdents,
-	bktChatRecent, bktChatMessages, bktMessages, bktMessageGUIDs, bktOutbox,
+	bktChatRecent, bktChatMessages, bktMessages, bktMessageGUIDs, bktGUIDJournal, bktOutbox,
 	bktOutboxDue, bktOutboxClaimed, bktIdempotency, bktSandbox, bktFiles, bktReactions, bktReceipts,
 	bktWebhooks, bktWebhookLines, bktDeliveries, bktDeliveriesDue, bktAttempts, bktBridgeState, bktChatUpdates,
 }
@@ -71,6 +73,8 @@ type DB struct {
 
 	mu    sync.RWMutex
 	lines []Line // set once by SyncLines, read-only afterwards
+
+	journal journal // the GUID journal's in-memory side (guids.go)
 
 	outboxReady   chan struct{}
 	webhooksReady chan struct{}
@@ -104,6 +108,11 @@ func Open(dir string) (*DB, error) {
 	b.MaxBatchSize = 512
 	db := &DB{bolt: b, path: path, outboxReady: make(chan struct{}, 1), webhooksReady: make(chan struct{}, 1)}
 	if err := db.init(); err != nil {
+		b.Close()
+		return nil, err
+	}
+	// A history import cut short leaves GUIDs in the journal.
+	if err := db.mergeGUIDJournal(context.Background()); err != nil {
 		b.Close()
 		return nil, err
 	}

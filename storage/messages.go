@@ -71,7 +71,7 @@ func (db *DB) MessageByGUID(ctx context.Context, guid string) (Message, error) {
 // messageKeyByGUID loads the message with a network GUID into m and returns
 // its key in the chat-messages bucket, or ErrNotFound.
 func messageKeyByGUID(tx *bolt.Tx, guid string, m *Message) ([]byte, error) {
-	id := tx.Bucket(bktMessageGUIDs).Get([]byte(guid))
+	id := lookupGUID(tx, []byte(guid))
 	if id == nil {
 		return nil, ErrNotFound
 	}
@@ -205,8 +205,9 @@ func (db *DB) ImportHistory(ctx context.Context, lineID string, msgs []Inbound) 
 	const chunk = 5000
 	for len(msgs) > 0 {
 		n := min(chunk, len(msgs))
+		db.journal.mu.Lock()
 		err := db.bolt.Update(func(tx *bolt.Tx) error {
-			h := newHistoryTx(tx, msgs[:n])
+			h := db.newHistoryTx(tx, msgs[:n])
 			for _, in := range msgs[:n] {
 				if _, err := db.recordInbound(tx, line, in, h); err != nil {
 					return err
@@ -214,6 +215,11 @@ func (db *DB) ImportHistory(ctx context.Context, lineID string, msgs []Inbound) 
 			}
 			return h.flush()
 		})
+		full := db.journal.generations >= journalMergeAt
+		db.journal.mu.Unlock()
+		if err == nil && full {
+			err = db.mergeGUIDJournal(ctx)
+		}
 		if err != nil {
 			return fmt.Errorf("import history: %w", err)
 		}
@@ -229,6 +235,7 @@ func (db *DB) ImportHistory(ctx context.Context, lineID string, msgs []Inbound) 
 // millisecond, random after it) come in no order, so that writing them as
 // they come makes bbolt shift a page's elements on nearly every insert.
 type historyTx struct {
+	db *DB
 	tx *bolt.Tx
 	// stored are the batch's GUIDs that were stored before the
 	// transaction, with their message IDs; added those it stored.
@@ -236,7 +243,7 @@ type historyTx struct {
 	added  map[string]bool
 	chats  map[string]*historyChat // by chatGUIDKey
 	order  []*historyChat          // in the order first touched
-	msgs   []heldMessage           // not written yet
+	msgs   []*heldMessage          // not written yet (pointers: sorted three times)
 }
 
 // historyChat is a chat as stored, and as the transaction left it.
@@ -246,18 +253,23 @@ type historyChat struct{ saved, c Chat }
 // and value, its ID and its GUID.
 type heldMessage struct{ key, data, id, guid []byte }
 
-// newHistoryTx looks the batch's GUIDs up, in order.
-func newHistoryTx(tx *bolt.Tx, batch []Inbound) *historyTx {
-	h := &historyTx{tx: tx, stored: map[string][]byte{}, added: map[string]bool{}, chats: map[string]*historyChat{}}
-	guids := make([]string, len(batch))
+// newHistoryTx looks the batch's GUIDs up, in order. The caller holds
+// db.journal.mu.
+func (db *DB) newHistoryTx(tx *bolt.Tx, batch []Inbound) *historyTx {
+	h := &historyTx{db: db, tx: tx, stored: map[string][]byte{}, added: map[string]bool{}, chats: map[string]*historyChat{}}
+	guids := make([][]byte, len(batch))
 	for i, in := range batch {
-		guids[i] = in.Message.GUID
+		guids[i] = []byte(in.Message.GUID)
 	}
-	slices.Sort(guids)
+	slices.SortFunc(guids, bytes.Compare)
 	b := tx.Bucket(bktMessageGUIDs)
 	for _, g := range guids {
-		if id := b.Get([]byte(g)); id != nil {
-			h.stored[g] = id
+		id := b.Get(g)
+		if id == nil && db.mayBeJournaled(g) {
+			id = lookupJournal(tx, g)
+		}
+		if id != nil {
+			h.stored[string(g)] = id
 		}
 	}
 	return h
@@ -272,7 +284,7 @@ func (h *historyTx) storedID(guid string) ([]byte, error) {
 	if err := h.flush(); err != nil {
 		return nil, err
 	}
-	return h.tx.Bucket(bktMessageGUIDs).Get([]byte(guid)), nil
+	return lookupGUID(h.tx, []byte(guid)), nil
 }
 
 // chat finds or creates the chat of a message, as upsertChat does.
@@ -304,7 +316,7 @@ func (h *historyTx) put(hc *historyChat, m *Message) error {
 	if err != nil {
 		return err
 	}
-	h.msgs = append(h.msgs, heldMessage{key: join([]byte(m.ChatID), i64(m.SentAt), u64(seq)), data: data,
+	h.msgs = append(h.msgs, &heldMessage{key: join([]byte(m.ChatID), i64(m.SentAt), u64(seq)), data: data,
 		id: []byte(m.ID), guid: []byte(m.GUID)})
 	h.added[m.GUID] = true
 	hc.c.LastMessageAt = max(hc.c.LastMessageAt, m.SentAt)
@@ -313,7 +325,7 @@ func (h *historyTx) put(hc *historyChat, m *Message) error {
 
 // flush makes the writes held back.
 func (h *historyTx) flush() error {
-	put := func(b *bolt.Bucket, cmp func(a, b heldMessage) int, kv func(m heldMessage) (k, v []byte)) error {
+	put := func(b *bolt.Bucket, cmp func(a, b *heldMessage) int, kv func(m *heldMessage) (k, v []byte)) error {
 		slices.SortFunc(h.msgs, cmp)
 		for _, m := range h.msgs {
 			if err := b.Put(kv(m)); err != nil {
@@ -322,15 +334,15 @@ func (h *historyTx) flush() error {
 		}
 		return nil
 	}
-	err := put(appendOnly(h.tx, bktChatMessages), func(a, b heldMessage) int { return bytes.Compare(a.key, b.key) },
-		func(m heldMessage) ([]byte, []byte) { return m.key, m.data })
+	err := put(appendOnly(h.tx, bktChatMessages), func(a, b *heldMessage) int { return bytes.Compare(a.key, b.key) },
+		func(m *heldMessage) ([]byte, []byte) { return m.key, m.data })
 	if err == nil {
-		err = put(appendOnly(h.tx, bktMessages), func(a, b heldMessage) int { return bytes.Compare(a.id, b.id) },
-			func(m heldMessage) ([]byte, []byte) { return m.id, m.key })
+		err = put(appendOnly(h.tx, bktMessages), func(a, b *heldMessage) int { return bytes.Compare(a.id, b.id) },
+			func(m *heldMessage) ([]byte, []byte) { return m.id, m.key })
 	}
 	if err == nil {
-		err = put(h.tx.Bucket(bktMessageGUIDs), func(a, b heldMessage) int { return bytes.Compare(a.guid, b.guid) },
-			func(m heldMessage) ([]byte, []byte) { return m.guid, m.id })
+		slices.SortFunc(h.msgs, func(a, b *heldMessage) int { return bytes.Compare(a.guid, b.guid) })
+		err = h.db.journalGUIDs(h.tx, h.msgs)
 	}
 	if err != nil {
 		return err
@@ -361,7 +373,7 @@ func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, h *historyTx) (r
 			return res, err
 		}
 	} else {
-		id = tx.Bucket(bktMessageGUIDs).Get([]byte(in.Message.GUID))
+		id = lookupGUID(tx, []byte(in.Message.GUID))
 	}
 	if id != nil {
 		res.Duplicate = true

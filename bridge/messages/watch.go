@@ -238,6 +238,9 @@ func (w *watcher) start(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err // stopped before the end: the next start imports again
 	}
+	if err := w.sink.HistoryImported(ctx, w.b.cfg.Line); err != nil {
+		return fmt.Errorf("import history: %w", err)
+	}
 	w.cursor, w.saved = max, max
 	w.b.log.Info("imported the Messages history", "messages", n, "took", time.Since(start).Round(time.Millisecond))
 	return w.b.cfg.Cursor.Save(ctx, w.cursor)
