@@ -277,7 +277,8 @@ func TestReactionValidation(t *testing.T) {
 		{"unknown chat", key, withFields(ok, "to", "cht_aaaaaaaaaaaaaaaaaaaaaaaaaa"), 404, "chat_not_found", "to"},
 		{"unknown message ID", key, withFields(ok, "message_id", "msg_aaaaaaaaaaaaaaaaaaaaaaaaaa"), 404, "message_not_found", "message_id"},
 		{"unknown GUID", key, withFields(ok, "message_id", "0000-NO-SUCH-GUID"), 404, "message_not_found", "message_id"},
-		{"malformed message ID", key, withFields(ok, "message_id", "msg_1"), 400, "invalid_parameter_value", "message_id"},
+		{"a message ID of another shape naming nothing", key, withFields(ok, "message_id", "msg_1"), 404, "message_not_found", "message_id"},
+		{"malformed message ID", key, withFields(ok, "message_id", "msg_!"), 400, "invalid_parameter_value", "message_id"},
 		{"message of another line", key, withFields(ok, "message_id", plain["id"]), 404, "message_not_found", "message_id"},
 		{"message of another chat", key, withFields(ok, "message_id", bobs["id"]), 400, "invalid_parameter_value", "message_id"},
 		{"message of another chat, by GUID", key, withFields(ok, "message_id", bobs["guid"]), 400, "invalid_parameter_value", "message_id"},
@@ -309,8 +310,10 @@ func TestReactionValidation(t *testing.T) {
 		{"missing message_id", key, "", 400, "missing_required_parameter"},
 		{"unknown message", key, "?message_id=msg_aaaaaaaaaaaaaaaaaaaaaaaaaa", 404, "message_not_found"},
 		{"unknown GUID", key, "?message_id=0000-NO-SUCH-GUID", 404, "message_not_found"},
-		{"malformed ID", key, "?message_id=msg_1", 400, "invalid_parameter_value"},
-		{"line of another key", onlyMain, "?message_id=" + plain["id"].(string), 403, "line_not_accessible"},
+		{"an ID of another shape naming nothing", key, "?message_id=msg_1", 404, "message_not_found"},
+		{"malformed ID", key, "?message_id=msg_%21", 400, "invalid_parameter_value"},
+		// Not found, as if it did not exist (not 403: that would say it does).
+		{"line of another key", onlyMain, "?message_id=" + plain["id"].(string), 404, "message_not_found"},
 		{"no reactions:read", td.key("--scopes", "reactions:write"), "?message_id=" + in["id"].(string), 403, "insufficient_scope"},
 	} {
 		r := td.call("GET", "/v1/reactions"+c.query, c.key, nil)
@@ -752,9 +755,7 @@ func TestAdvancedWritesFollowTheSendRules(t *testing.T) {
 	}
 
 	// The sandbox, paired with alice.
-	var sb map[string]any
-	decodeJSON(t, td.mustCLI("sandbox"), &sb)
-	act := td.inbound(sandboxLine, alice, sb["activation_code"].(string))["id"].(string)
+	act := td.activateSandbox(key, alice)["id"].(string)
 	for _, w := range writes {
 		refused("on the sandbox to another number", w, key, w.body(sandboxLine, bob, act), 400, "sandbox_contact_mismatch")
 	}

@@ -18,14 +18,22 @@ func TestWalkthrough(t *testing.T) {
 		t.Fatalf("key %q is not sk_live_ + 32 or more characters", key)
 	}
 
-	var sb map[string]any
-	decodeJSON(t, td.mustCLI("sandbox"), &sb)
-	if sb["handle"] != sandboxLine || sb["activated"] != false || sb["paired_handle"] != nil {
-		t.Fatalf("sandbox before activation: %v", sb)
+	// The key's owner has no sandbox yet; POST /v1/sandbox starts it.
+	sb := td.call("GET", "/v1/sandbox", key, nil)
+	if sb.status != 200 || sb.body["status"] != "missing" || sb.body["activation_code"] != nil || sb.body["sandbox_line_handle"] != sandboxLine {
+		t.Fatalf("sandbox before activation: %d %s", sb.status, sb.raw)
 	}
-	code, _ := sb["activation_code"].(string)
-	if code == "" || !strings.HasPrefix(sb["line_id"].(string), "ln_") {
-		t.Fatalf("sandbox: %v", sb)
+	sb = td.call("POST", "/v1/sandbox", key, nil)
+	code, _ := sb.body["activation_code"].(string)
+	if sb.status != 201 || sb.body["status"] != "pending" || !strings.HasPrefix(code, "BL-") {
+		t.Fatalf("sandbox started: %d %s", sb.status, sb.raw)
+	}
+	var all map[string]any
+	decodeJSON(t, td.mustCLI("sandbox"), &all)
+	owners, _ := all["owners"].([]any)
+	if all["handle"] != sandboxLine || !strings.HasPrefix(all["line_id"].(string), "ln_") || len(owners) != 1 ||
+		owners[0].(map[string]any)["owner"] != "dev@example.com" || owners[0].(map[string]any)["activation_code"] != code {
+		t.Fatalf("blueline sandbox: %v", all)
 	}
 
 	r := td.call("POST", "/v1/messages", key, map[string]any{"from": sandboxLine, "to": alice, "text": "hi"})
@@ -34,9 +42,9 @@ func TestWalkthrough(t *testing.T) {
 	}
 
 	td.inbound(sandboxLine, alice, "my code is "+strings.ToLower(code))
-	decodeJSON(t, td.mustCLI("sandbox"), &sb)
-	if sb["activated"] != true || sb["paired_handle"] != alice {
-		t.Fatalf("sandbox after activation: %v", sb)
+	sb = td.call("GET", "/v1/sandbox", key, nil)
+	if sb.body["status"] != "active" || sb.body["contact_identifier"] != alice || sb.body["activated_at"] == nil {
+		t.Fatalf("sandbox after activation: %s", sb.raw)
 	}
 
 	r = td.call("POST", "/v1/messages", key, map[string]any{"from": sandboxLine, "to": bob, "text": "hi"})
@@ -220,7 +228,7 @@ func TestScopesAndLineRestrictions(t *testing.T) {
 		t.Errorf("restricted key on its line: %d %s", r.status, r.raw)
 	}
 	obx := td.send(noOwner, map[string]any{"from": smsLine, "to": alice, "text": "x"})
-	if r := td.call("GET", "/v1/outbox?id="+obx["id"].(string), restricted, nil); r.status != 403 || r.errCode() != "line_not_accessible" {
+	if r := td.call("GET", "/v1/outbox?id="+obx["id"].(string), restricted, nil); r.status != 404 || r.errCode() != "outbox_item_not_found" {
 		t.Errorf("restricted key reading another line's outbox item: %d %s", r.status, r.raw)
 	}
 
@@ -289,7 +297,8 @@ func TestSendValidation(t *testing.T) {
 		{"attachment with wrong prefix", with("attachments", []string{"msg_aaaaaaaaaaaaaaaaaaaaaaaaaa"}), 400, "invalid_parameter_value", "attachments"},
 		{"unknown file", with("attachments", []string{"file_aaaaaaaaaaaaaaaaaaaaaaaaaa"}), 404, "file_not_found", "attachments"},
 		{"bad recipient", with("to", "not a number"), 400, "invalid_parameter_value", "to"},
-		{"malformed chat ID", with("to", "cht_123"), 400, "invalid_parameter_value", "to"},
+		{"a chat ID naming nothing", with("to", "cht_123"), 404, "chat_not_found", "to"},
+		{"malformed chat ID", with("to", "cht_1 2"), 400, "invalid_parameter_value", "to"},
 		{"unknown chat", with("to", "cht_aaaaaaaaaaaaaaaaaaaaaaaaaa"), 404, "chat_not_found", "to"},
 		{"chat of another line", with("to", td.chatID(smsLine, carol)), 404, "chat_not_found", "to"},
 		{"unknown line", with("from", "+15559999999"), 404, "line_not_found", "from"},
@@ -297,7 +306,8 @@ func TestSendValidation(t *testing.T) {
 		{"contact never wrote", with("to", carol), 403, "contact_has_not_messaged", "to"},
 		{"unknown reply_to ID", with("reply_to", "msg_aaaaaaaaaaaaaaaaaaaaaaaaaa"), 404, "message_not_found", "reply_to"},
 		{"unknown reply_to GUID", with("reply_to", "0000-GUID"), 404, "message_not_found", "reply_to"},
-		{"malformed reply_to ID", with("reply_to", "msg_1"), 400, "invalid_parameter_value", "reply_to"},
+		{"a reply_to ID naming nothing", with("reply_to", "msg_1"), 404, "message_not_found", "reply_to"},
+		{"malformed reply_to ID", with("reply_to", "msg_1-2"), 400, "invalid_parameter_value", "reply_to"},
 		{"reply_to in another chat", with("reply_to", other["id"]), 400, "invalid_parameter_value", "reply_to"},
 		{"too large", `{"from":"` + mainLine + `","to":"` + alice + `","text":"` + strings.Repeat("a", 1<<20) + `"}`, 413, "request_too_large", ""},
 	}
@@ -434,9 +444,7 @@ func TestRoutesMethodsAndCORS(t *testing.T) {
 func TestSandboxQuota(t *testing.T) {
 	td := startTestDaemon(t, "")
 	key := td.key("--owner", "dev")
-	var sb map[string]any
-	decodeJSON(t, td.mustCLI("sandbox"), &sb)
-	td.inbound(sandboxLine, alice, sb["activation_code"].(string))
+	td.activateSandbox(key, alice)
 	for i := range 5 { // daily_quota = 5 in the test configuration
 		td.send(key, map[string]any{"from": sandboxLine, "to": alice, "text": fmt.Sprint(i)})
 	}

@@ -73,7 +73,7 @@ Usage:
   blueline sim read [--config FILE] --line HANDLE --from HANDLE [--message MSG_ID_OR_GUID] [--delivered-only]
   blueline sim group [--config FILE] --line HANDLE --chat cht_… --by HANDLE
                      --add HANDLE | --remove HANDLE | --leave | --rename NAME | --photo | --remove-photo
-  blueline sandbox [--config FILE]      show the sandbox line and its activation code
+  blueline sandbox [--owner NAME]       every owner's sandbox; --owner starts that owner's activation
   blueline webhooks list [--config FILE]
   blueline webhooks deliveries [--config FILE] [--webhook wh_…] [--delivery dlv_…] [--limit N]
   blueline webhooks redeliver [--config FILE] DELIVERY_ID
@@ -318,15 +318,31 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *
 		Advanced:        advanced(bridges),
 		Ready:           ready,
 		Metrics:         mtr,
+		BodyIdleTimeout: cfg.Limits.BodyIdleTimeout.Duration,
 	}, log)
 	adminLn, err := server.ListenAdmin(cfg.DataDir())
 	if err != nil {
 		apiLn.Close()
 		return nil, err
 	}
+	// The API may face the internet: at most max_connections connections
+	// (more wait to be accepted), heads of at most 64 KiB read within 10 s,
+	// bodies cut off when nothing arrives for body_idle_timeout.
+	if apiLn.tls != nil {
+		apiLn.tls.LimitConnections(cfg.Limits.MaxConnections)
+	} else {
+		apiLn.plain = server.LimitListener(apiLn.plain, cfg.Limits.MaxConnections)
+	}
 	d := &daemon{
 		cfg: cfg, log: log, db: db, sim: network, bridges: bridges, files: store, receiver: receiver, apiAddr: apiLn.Addr(), tls: apiLn.tls,
-		api:      &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
+		api: &http.Server{
+			Handler:           srv.Handler(),
+			ConnContext:       server.ConnContext, // lets BodyIdleTimeout reach the connection
+			MaxHeaderBytes:    server.MaxHeaderBytes,
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		},
 		admin:    &http.Server{Handler: srv.AdminHandler(), ReadHeaderTimeout: 10 * time.Second},
 		finished: make(chan struct{}),
 	}
@@ -962,8 +978,12 @@ func cmdWebhooks(ctx context.Context, args []string, stdout io.Writer) error {
 func cmdSandbox(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("sandbox", flag.ContinueOnError)
 	cfgPath := fs.String("config", "", "configuration file")
+	owner := fs.String("owner", "", "start (or show) this owner's activation")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
+	}
+	if *owner != "" {
+		return adminPrint(ctx, *cfgPath, http.MethodPost, "/sandbox", map[string]string{"owner": *owner}, stdout)
 	}
 	return adminPrint(ctx, *cfgPath, http.MethodGet, "/sandbox", nil, stdout)
 }

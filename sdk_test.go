@@ -161,9 +161,7 @@ func assertConforms(t *testing.T, what string, r response, s schema) {
 func TestResponsesMatchSDKSchemas(t *testing.T) {
 	td := startTestDaemon(t, "")
 	key := td.key("--owner", "dev")
-	var sb map[string]any
-	decodeJSON(t, td.mustCLI("sandbox"), &sb)
-	td.inbound(sandboxLine, alice, sb["activation_code"].(string))
+	td.activateSandbox(key, alice)
 	in := td.inbound(mainLine, alice, "hello")
 	td.inbound(mainLine, bob, "group", "--group", "G", "--participants", bob+","+carol)
 	td.inbound(plainLine, alice, "hi")

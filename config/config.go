@@ -157,6 +157,12 @@ func (s Sandbox) Advanced() bool {
 type Limits struct {
 	RequestsPerHour int   `toml:"requests_per_hour"` // per API key; 0 disables the limit
 	MaxBodyBytes    int64 `toml:"max_body_bytes"`    // largest JSON request body
+	// MaxConnections caps the API's open connections (each of the HTTPS
+	// and HTTP listeners with TLS); more wait to be accepted.
+	MaxConnections int `toml:"max_connections"`
+	// BodyIdleTimeout cuts off a request body (an upload too) from which
+	// nothing arrives for this long.
+	BodyIdleTimeout Duration `toml:"body_idle_timeout"`
 }
 
 // Files limits uploads and the download URLs handed out for them.
@@ -281,7 +287,7 @@ func defaults() *Config {
 		Server:  Server{Listen: "127.0.0.1:8080"},
 		Storage: Storage{Dir: "./blueline-data"},
 		Sandbox: Sandbox{Label: "Sandbox", DailyQuota: 50},
-		Limits:  Limits{RequestsPerHour: 1000, MaxBodyBytes: 1 << 20},
+		Limits:  Limits{RequestsPerHour: 1000, MaxBodyBytes: 1 << 20, MaxConnections: 1024, BodyIdleTimeout: Duration{30 * time.Second}},
 		Files:   Files{MaxUploadBytes: 100 << 20, URLTTL: Duration{time.Hour}},
 		Webhooks: Webhooks{
 			Timeout: Duration{15 * time.Second},

@@ -291,6 +291,12 @@ func (c *Config) checkLimits(k *checker) {
 	if c.Limits.MaxBodyBytes < 1024 {
 		k.failf("limits.max_body_bytes", "must be at least 1024, got %d", c.Limits.MaxBodyBytes)
 	}
+	if n := c.Limits.MaxConnections; n < 1 || n > 1<<20 {
+		k.failf("limits.max_connections", "must be from 1 to 1048576, got %d", n)
+	}
+	if d := c.Limits.BodyIdleTimeout.Duration; d < 100*time.Millisecond || d > time.Hour {
+		k.failf("limits.body_idle_timeout", "must be from 100ms to 1h, got %s", c.Limits.BodyIdleTimeout)
+	}
 
 	if c.Files.MaxUploadBytes < 1 {
 		k.failf("files.max_upload_bytes", "must be at least 1, got %d", c.Files.MaxUploadBytes)

@@ -19,7 +19,7 @@ type Receiver struct {
 
 // FileImporter copies a file on the daemon's disk into the file store.
 type FileImporter interface {
-	Import(ctx context.Context, path, name, mimeType string) (storage.File, error)
+	Import(ctx context.Context, path, name, mimeType string, scope storage.FileScope) (storage.File, error)
 }
 
 // NewReceiver returns a Receiver storing into db and files.
@@ -46,7 +46,15 @@ func (r *Receiver) Record(ctx context.Context, in bridge.Inbound) (storage.Inbou
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return storage.InboundResult{}, err
 	}
-	attachments, err := r.attachments(ctx, in.GUID, in.Attachments, stored, seen)
+	contact := in.Chat.Identifier
+	if in.Chat.IsGroup {
+		contact = ""
+	}
+	scope, err := r.fileScope(ctx, line, contact)
+	if err != nil {
+		return storage.InboundResult{}, err
+	}
+	attachments, err := r.attachments(ctx, in.GUID, in.Attachments, stored, seen, scope)
 	if err != nil {
 		return storage.InboundResult{}, err
 	}
@@ -119,10 +127,23 @@ func metadataOnly(a bridge.File) storage.Attachment {
 	return storage.Attachment{Filename: a.Filename, MimeType: a.MimeType, Size: a.Size, Transcription: a.Transcription}
 }
 
+// fileScope is whom the files arriving in a chat with contact ("" for a
+// group) belong to: the line and, on the sandbox line, the owner paired
+// with the contact.
+func (r *Receiver) fileScope(ctx context.Context, line storage.Line, contact string) (storage.FileScope, error) {
+	scope := storage.FileScope{LineID: line.ID}
+	if !line.IsSandbox || contact == "" {
+		return scope, nil
+	}
+	var err error
+	scope.Owner, err = r.db.SandboxOwner(ctx, contact)
+	return scope, err
+}
+
 // attachments copies the files of message guid into the file store: all
 // of them for a new message; for one seen before (stored), only the files
 // it still lacks (they arrived late), the others passed on as they were.
-func (r *Receiver) attachments(ctx context.Context, guid string, files []bridge.File, stored storage.Message, seen bool) ([]storage.Attachment, error) {
+func (r *Receiver) attachments(ctx context.Context, guid string, files []bridge.File, stored storage.Message, seen bool, scope storage.FileScope) ([]storage.Attachment, error) {
 	out := make([]storage.Attachment, 0, len(files))
 	for i, a := range files {
 		lacking := !seen || i < len(stored.Attachments) && stored.Attachments[i].FileID == "" && stored.UnsentAt == 0
@@ -130,7 +151,7 @@ func (r *Receiver) attachments(ctx context.Context, guid string, files []bridge.
 			out = append(out, metadataOnly(a))
 			continue
 		}
-		f, err := r.files.Import(ctx, a.Path, a.Filename, a.MimeType)
+		f, err := r.files.Import(ctx, a.Path, a.Filename, a.MimeType, scope)
 		if err != nil {
 			return nil, fmt.Errorf("attachment of message %s: %w", guid, err)
 		}
@@ -204,7 +225,19 @@ func (r *Receiver) RecordUpdate(ctx context.Context, u bridge.MessageUpdate) (st
 		case err != nil:
 			return storage.Message{}, nil, err
 		}
-		if atts, err = r.attachments(ctx, u.GUID, u.Attachments, stored, true); err != nil {
+		c, err := r.db.ChatByID(ctx, stored.ChatID)
+		if err != nil {
+			return storage.Message{}, nil, err
+		}
+		contact := c.Identifier
+		if c.IsGroup {
+			contact = ""
+		}
+		scope, err := r.fileScope(ctx, line, contact)
+		if err != nil {
+			return storage.Message{}, nil, err
+		}
+		if atts, err = r.attachments(ctx, u.GUID, u.Attachments, stored, true, scope); err != nil {
 			return storage.Message{}, nil, err
 		}
 	}

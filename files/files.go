@@ -13,9 +13,13 @@ import (
 	"io"
 	"io/fs"
 	"mime"
+	"mime/multipart"
 	"net/http"
+	"net/textproto"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -130,12 +134,12 @@ func (s *Store) MaxUploadBytes() int64 { return s.max }
 // ErrEmpty, ErrTooLarge or ErrIncomplete for a bad body, and on any failure
 // leaves nothing behind. name is sanitised; mimeType "" means
 // application/octet-stream, and anything else must pass ParseMediaType.
-func (s *Store) Save(ctx context.Context, body io.Reader, name, mimeType string) (storage.File, error) {
+func (s *Store) Save(ctx context.Context, body io.Reader, name, mimeType string, scope storage.FileScope) (storage.File, error) {
 	mimeType, err := ParseMediaType(mimeType)
 	if err != nil {
 		return storage.File{}, err
 	}
-	f := storage.File{ID: storage.NewID("file_"), Filename: SanitizeFilename(name), MimeType: mimeType}
+	f := storage.File{ID: storage.NewID("file_"), Filename: SanitizeFilename(name), MimeType: mimeType, FileScope: scope}
 	blob := s.Path(f.ID)
 	tmp, err := os.CreateTemp(s.dir, tempPrefix+"*")
 	if err != nil {
@@ -215,17 +219,19 @@ func syncDir(dir string) error {
 // Import copies the local file at path into the store through Save, with the
 // same limits and atomicity. name "" means path's base name; mimeType ""
 // means the type TypeByName gives name.
-func (s *Store) Import(ctx context.Context, path, name, mimeType string) (storage.File, error) {
+func (s *Store) Import(ctx context.Context, path, name, mimeType string, scope storage.FileScope) (storage.File, error) {
 	src, err := os.Open(path)
 	if err != nil {
 		return storage.File{}, fmt.Errorf("import file: %w", err)
 	}
 	defer src.Close()
 	name = cmp.Or(name, filepath.Base(path))
-	return s.Save(ctx, src, name, cmp.Or(mimeType, TypeByName(name)))
+	return s.Save(ctx, src, name, cmp.Or(mimeType, TypeByName(name)), scope)
 }
 
-// Serve answers a download of f, with Range, HEAD and conditional requests.
+// Serve answers a download of f, with Range, HEAD and conditional requests;
+// ranges that would make the response larger than the file are ignored (see
+// rangesServable).
 // A missing blob is an error wrapping storage.ErrNotFound, returned before
 // anything is written, so the caller still chooses the response.
 func (s *Store) Serve(w http.ResponseWriter, r *http.Request, f storage.File) error {
@@ -248,6 +254,112 @@ func (s *Store) Serve(w http.ResponseWriter, r *http.Request, f storage.File) er
 	// A blob never changes under its ID: the ID is a strong validator.
 	h.Set("Cache-Control", "private, max-age=3600")
 	h.Set("ETag", `"`+f.ID+`"`)
+	if rh := r.Header.Get("Range"); rh != "" {
+		if fi, err := blob.Stat(); err == nil && !rangesServable(rh, fi.Size(), f.MimeType) {
+			r = r.Clone(r.Context())
+			r.Header.Del("Range")
+		}
+	}
 	http.ServeContent(w, r, "", time.UnixMilli(f.CreatedAt), blob)
 	return nil
+}
+
+// maxRanges is the most byte ranges a download may ask for at once.
+// Clients ask for one (a resumed download, a player seeking) or a few.
+const maxRanges = 8
+
+// rangesServable reports whether http.ServeContent may answer the Range
+// header h of a download of size bytes of type ctype. It may not when the
+// ranges are more than maxRanges, overlap, or would make a multipart
+// response larger than the whole file (many small ones: each part has its
+// own headers). ServeContent alone allows all of these as long as the
+// ranges add up to no more than the file: 1,000 overlapping one-byte ranges
+// of a 1,000-byte file make a response of over 100 KB. Such a request is
+// answered with the whole file, 200, as RFC 9110 §14.2 lets a server ignore
+// Range: never more bytes than the file, and a client that asked for ranges
+// still gets what it wanted. A single range, a malformed header or one with
+// no satisfiable range is left to ServeContent (206, or 416 Range Not
+// Satisfiable).
+func rangesServable(h string, size int64, ctype string) bool {
+	spec, ok := strings.CutPrefix(h, "bytes=")
+	if !ok {
+		return true // not bytes: ServeContent refuses it with 416
+	}
+	type byteRange struct{ start, length int64 }
+	var ranges []byteRange
+	n := 0
+	for ra := range strings.SplitSeq(spec, ",") {
+		ra = textproto.TrimString(ra)
+		if ra == "" {
+			continue
+		}
+		if n++; n > maxRanges {
+			return false
+		}
+		// As ServeContent reads them; anything it refuses is left to it.
+		first, last, ok := strings.Cut(ra, "-")
+		if !ok {
+			return true
+		}
+		first, last = textproto.TrimString(first), textproto.TrimString(last)
+		var r byteRange
+		if first == "" { // the last N bytes
+			if last == "" || last[0] == '-' {
+				return true
+			}
+			i, err := strconv.ParseInt(last, 10, 64)
+			if err != nil || i < 0 {
+				return true
+			}
+			r.start = size - min(i, size)
+			r.length = size - r.start
+		} else {
+			i, err := strconv.ParseInt(first, 10, 64)
+			if err != nil || i < 0 {
+				return true
+			}
+			if i >= size {
+				continue // not satisfiable: ServeContent skips it
+			}
+			r.start, r.length = i, size-i
+			if last != "" {
+				j, err := strconv.ParseInt(last, 10, 64)
+				if err != nil || i > j {
+					return true
+				}
+				r.length = min(j, size-1) - i + 1
+			}
+		}
+		ranges = append(ranges, r)
+	}
+	if len(ranges) < 2 {
+		return true
+	}
+	sorted := slices.Clone(ranges)
+	slices.SortFunc(sorted, func(a, b byteRange) int { return cmp.Compare(a.start, b.start) })
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i].start < sorted[i-1].start+sorted[i-1].length {
+			return false
+		}
+	}
+	// The multipart response's size, counted as ServeContent writes it.
+	var cw countWriter
+	mw := multipart.NewWriter(&cw)
+	total := int64(0)
+	for _, r := range ranges {
+		mw.CreatePart(textproto.MIMEHeader{
+			"Content-Range": {fmt.Sprintf("bytes %d-%d/%d", r.start, r.start+r.length-1, size)},
+			"Content-Type":  {ctype},
+		})
+		total += r.length
+	}
+	mw.Close()
+	return total+int64(cw) <= size
+}
+
+type countWriter int64
+
+func (w *countWriter) Write(p []byte) (int, error) {
+	*w += countWriter(len(p))
+	return len(p), nil
 }

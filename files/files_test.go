@@ -64,7 +64,7 @@ func list(t *testing.T, dir string) []string {
 func TestSave(t *testing.T) {
 	s, db, dir := openStore(t, files.Options{})
 	const body = "hello, world\n"
-	f, err := s.Save(t.Context(), strings.NewReader(body), "../notes.txt", "Text/Plain; Charset=UTF-8")
+	f, err := s.Save(t.Context(), strings.NewReader(body), "../notes.txt", "Text/Plain; Charset=UTF-8", storage.FileScope{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestSave(t *testing.T) {
 		t.Errorf("folder holds %q, want only the blob", got)
 	}
 
-	f, err = s.Save(t.Context(), strings.NewReader(body), "", "")
+	f, err = s.Save(t.Context(), strings.NewReader(body), "", "", storage.FileScope{})
 	if err != nil || f.Filename != "" || f.MimeType != "application/octet-stream" {
 		t.Errorf("Save without name or type: %+v, %v", f, err)
 	}
@@ -105,7 +105,7 @@ func TestSaveLimits(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, _, dir := openStore(t, files.Options{MaxUploadBytes: limit})
-			f, err := s.Save(t.Context(), tt.body, "x.bin", "")
+			f, err := s.Save(t.Context(), tt.body, "x.bin", "", storage.FileScope{})
 			if tt.want == nil {
 				if err != nil || f.Size != limit {
 					t.Fatalf("Save: %+v, %v", f, err)
@@ -124,15 +124,15 @@ func TestSaveLimits(t *testing.T) {
 
 func TestSaveErrors(t *testing.T) {
 	s, _, dir := openStore(t, files.Options{MaxUploadBytes: 1000})
-	_, err := s.Save(t.Context(), strings.NewReader(strings.Repeat("x", 1001)), "", "")
+	_, err := s.Save(t.Context(), strings.NewReader(strings.Repeat("x", 1001)), "", "", storage.FileScope{})
 	if !strings.Contains(err.Error(), "1000 bytes") {
 		t.Errorf("too large error %q does not name the limit", err)
 	}
-	_, err = s.Save(t.Context(), iotest.ErrReader(io.ErrUnexpectedEOF), "", "")
+	_, err = s.Save(t.Context(), iotest.ErrReader(io.ErrUnexpectedEOF), "", "", storage.FileScope{})
 	if !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("incomplete error %q hides its cause", err)
 	}
-	if _, err := s.Save(t.Context(), strings.NewReader("x"), "", "text"); err == nil {
+	if _, err := s.Save(t.Context(), strings.NewReader("x"), "", "text", storage.FileScope{}); err == nil {
 		t.Error("Save accepted the media type \"text\"")
 	}
 	if got := list(t, dir); len(got) != 0 {
@@ -154,7 +154,7 @@ func (r cancelOnRead) Read(p []byte) (int, error) {
 func TestSaveCancelled(t *testing.T) {
 	s, _, dir := openStore(t, files.Options{})
 	ctx, cancel := context.WithCancel(t.Context())
-	if _, err := s.Save(ctx, cancelOnRead{cancel}, "", ""); !errors.Is(err, context.Canceled) {
+	if _, err := s.Save(ctx, cancelOnRead{cancel}, "", "", storage.FileScope{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Save: %v, want context.Canceled", err)
 	}
 	if got := list(t, dir); len(got) != 0 {
@@ -165,7 +165,7 @@ func TestSaveCancelled(t *testing.T) {
 func TestSaveMetadataFailure(t *testing.T) {
 	s, db, dir := openStore(t, files.Options{})
 	db.Close()
-	if _, err := s.Save(t.Context(), strings.NewReader("abc"), "", ""); err == nil {
+	if _, err := s.Save(t.Context(), strings.NewReader("abc"), "", "", storage.FileScope{}); err == nil {
 		t.Fatal("Save with a closed database succeeded")
 	}
 	if got := list(t, dir); len(got) != 0 {
@@ -186,7 +186,7 @@ func TestSaveStreams(t *testing.T) {
 	s, _, _ := openStore(t, files.Options{})
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	if _, err := s.Save(t.Context(), io.LimitReader(zeros{}, size), "", ""); err != nil {
+	if _, err := s.Save(t.Context(), io.LimitReader(zeros{}, size), "", "", storage.FileScope{}); err != nil {
 		t.Fatal(err)
 	}
 	runtime.ReadMemStats(&after)
@@ -197,7 +197,7 @@ func TestSaveStreams(t *testing.T) {
 
 func TestOpenSweepsCrashLeftovers(t *testing.T) {
 	s, db, dir := openStore(t, files.Options{})
-	good, err := s.Save(t.Context(), strings.NewReader("keep"), "", "")
+	good, err := s.Save(t.Context(), strings.NewReader("keep"), "", "", storage.FileScope{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +377,7 @@ func do(t *testing.T, method, url string, header ...string) (*http.Response, str
 func TestServe(t *testing.T) {
 	s := serve(t)
 	const content = "0123456789<script>alert(1)</script>"
-	f, err := s.Save(t.Context(), strings.NewReader(content), "rapport été 📄.html", "text/html")
+	f, err := s.Save(t.Context(), strings.NewReader(content), "rapport été 📄.html", "text/html", storage.FileScope{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,7 +421,7 @@ func TestServe(t *testing.T) {
 
 func TestServeUnnamed(t *testing.T) {
 	s := serve(t)
-	f, err := s.Save(t.Context(), strings.NewReader("x"), "", "")
+	f, err := s.Save(t.Context(), strings.NewReader("x"), "", "", storage.FileScope{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +433,7 @@ func TestServeUnnamed(t *testing.T) {
 
 func TestServeMissingBlob(t *testing.T) {
 	s := serve(t)
-	f, err := s.Save(t.Context(), strings.NewReader("x"), "", "")
+	f, err := s.Save(t.Context(), strings.NewReader("x"), "", "", storage.FileScope{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,7 +475,7 @@ func TestImport(t *testing.T) {
 	if err := os.WriteFile(src, []byte("caff"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f, err := s.Import(t.Context(), src, "", "")
+	f, err := s.Import(t.Context(), src, "", "", storage.FileScope{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -485,15 +485,15 @@ func TestImport(t *testing.T) {
 	if got, err := os.ReadFile(s.Path(f.ID)); err != nil || string(got) != "caff" {
 		t.Errorf("imported blob holds %q, %v", got, err)
 	}
-	f, err = s.Import(t.Context(), src, "memo.m4a", "")
+	f, err = s.Import(t.Context(), src, "memo.m4a", "", storage.FileScope{})
 	if err != nil || f.Filename != "memo.m4a" || f.MimeType != "audio/mp4" {
 		t.Errorf("Import with a name: %+v, %v", f, err)
 	}
-	f, err = s.Import(t.Context(), src, "", "audio/AMR")
+	f, err = s.Import(t.Context(), src, "", "audio/AMR", storage.FileScope{})
 	if err != nil || f.MimeType != "audio/amr" {
 		t.Errorf("Import with a type: %+v, %v", f, err)
 	}
-	if _, err := s.Import(t.Context(), filepath.Join(t.TempDir(), "gone.jpg"), "", ""); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := s.Import(t.Context(), filepath.Join(t.TempDir(), "gone.jpg"), "", "", storage.FileScope{}); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Import of a missing file: %v, want fs.ErrNotExist", err)
 	}
 }
@@ -552,7 +552,7 @@ func BenchmarkSave(b *testing.B) {
 	s, _, _ := openStore(b, files.Options{})
 	b.SetBytes(size)
 	for b.Loop() {
-		f, err := s.Save(b.Context(), io.LimitReader(zeros{}, size), "", "")
+		f, err := s.Save(b.Context(), io.LimitReader(zeros{}, size), "", "", storage.FileScope{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,18 +1,11 @@
 package server
 
 import (
-	"bytes"
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -28,50 +21,6 @@ import (
 	"github.com/blueline-app/blueline/handle"
 	"github.com/blueline-app/blueline/storage"
 )
-
-// The admin socket is how the CLI reaches the running daemon: bbolt locks
-// the database file, so no command may open it behind the daemon. It is a
-// Unix socket with mode 0600 in the data folder: no network exposure, and
-// only the daemon's user can connect.
-
-// maxSocketPath keeps under macOS's 104-byte sun_path (Linux allows 108).
-const maxSocketPath = 100
-
-// AdminSocketPath is where the daemon with data folder dir listens. When the
-// folder's path is too long for a socket, it moves to a private folder under
-// the system's temporary directory, named after the data folder so that the
-// CLI finds the same one.
-func AdminSocketPath(dir string) string {
-	p := filepath.Join(dir, "admin.sock")
-	if len(p) <= maxSocketPath {
-		return p
-	}
-	sum := sha256.Sum256([]byte(dir))
-	return filepath.Join(os.TempDir(), "blueline-"+hex.EncodeToString(sum[:8]), "admin.sock")
-}
-
-// ListenAdmin opens the admin socket for the data folder dir. A socket file
-// left by a daemon that died is replaced; one a live daemon answers on is not.
-func ListenAdmin(dir string) (net.Listener, error) {
-	path := AdminSocketPath(dir)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("admin socket folder: %w", err)
-	}
-	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-		c.Close()
-		return nil, fmt.Errorf("another daemon is already serving %s", path)
-	}
-	os.Remove(path)
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("admin socket: %w", err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		l.Close()
-		return nil, fmt.Errorf("admin socket: %w", err)
-	}
-	return l, nil
-}
 
 // AdminHandler serves the admin socket.
 func (s *Server) AdminHandler() http.Handler {
@@ -94,6 +43,7 @@ func (s *Server) AdminHandler() http.Handler {
 	r.POST("/sim/read", wrap(s.adminSimRead))
 	r.POST("/sim/group", wrap(s.adminSimGroup))
 	r.GET("/sandbox", wrap(s.adminSandbox))
+	r.POST("/sandbox", wrap(s.adminStartSandbox))
 	r.GET("/webhooks", wrap(s.adminWebhooks))
 	r.GET("/webhooks/attempts", wrap(s.adminAttempts))
 	r.POST("/webhooks/redeliver", wrap(s.adminRedeliver))
@@ -769,104 +719,4 @@ func (s *Server) adminRedeliver(w http.ResponseWriter, r *http.Request) error {
 	s.log.Info("webhook delivery queued again", "delivery_id", d.ID, "webhook_id", d.WebhookID)
 	writeJSON(w, http.StatusOK, map[string]any{"id": d.ID, "status": d.Status, "request_id": requestID(r.Context())})
 	return nil
-}
-
-// SandboxInfo is what `blueline sandbox` prints.
-type SandboxInfo struct {
-	Handle         string  `json:"handle"`
-	LineID         string  `json:"line_id"`
-	ActivationCode string  `json:"activation_code"`
-	Activated      bool    `json:"activated"`
-	PairedHandle   *string `json:"paired_handle"`
-}
-
-func (s *Server) adminSandbox(w http.ResponseWriter, r *http.Request) error {
-	line, ok := s.db.SandboxLine()
-	if !ok {
-		return errNotFound("line_not_found", "", "No sandbox line is configured ([sandbox] handle).")
-	}
-	st, err := s.db.Sandbox(r.Context())
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, SandboxInfo{Handle: line.Handle, LineID: line.ID, ActivationCode: st.ActivationCode,
-		Activated: st.Activated, PairedHandle: nonEmpty(st.PairedHandle)})
-	return nil
-}
-
-// AdminClient talks to a running daemon over its admin socket.
-type AdminClient struct {
-	socket string
-	http   *http.Client
-}
-
-// ErrDaemonNotRunning is returned when nothing answers on the admin socket.
-var ErrDaemonNotRunning = errors.New("the daemon is not running")
-
-// NewAdminClient returns a client for the daemon with data folder dir.
-func NewAdminClient(dir string) *AdminClient {
-	socket := AdminSocketPath(dir)
-	return &AdminClient{socket: socket, http: &http.Client{
-		Timeout: 30 * time.Second,
-		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
-		}},
-	}}
-}
-
-// Do sends a request and decodes a successful answer into out. An answer in
-// the error shape comes back as *Error.
-func (c *AdminClient) Do(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		data, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(data)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://blueline"+path, body)
-	if err != nil {
-		return err
-	}
-	resp, err := c.send(c.http, req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode >= 300 {
-		return answerError(resp, data)
-	}
-	if out == nil {
-		return nil
-	}
-	return json.Unmarshal(data, out)
-}
-
-// send makes a request, reporting a socket nobody answers on as
-// ErrDaemonNotRunning.
-func (c *AdminClient) send(client *http.Client, req *http.Request) (*http.Response, error) {
-	resp, err := client.Do(req)
-	if err != nil {
-		var opErr *net.OpError
-		if errors.As(err, &opErr) && opErr.Op == "dial" {
-			return nil, fmt.Errorf("%w (no answer on %s): start it with `blueline serve`", ErrDaemonNotRunning, c.socket)
-		}
-		return nil, err
-	}
-	return resp, nil
-}
-
-// answerError is the error an answer in the error shape (data) stands for.
-func answerError(resp *http.Response, data []byte) error {
-	var eb errorBody
-	if json.Unmarshal(data, &eb) != nil || eb.Error.Code == "" {
-		return fmt.Errorf("daemon answered %s", resp.Status)
-	}
-	return &Error{Status: resp.StatusCode, Type: eb.Error.Type, Code: eb.Error.Code, Message: eb.Error.Message, Param: eb.Error.Param}
 }

@@ -79,6 +79,9 @@ func (s *Server) authenticate(r *http.Request) (storage.Key, error) {
 
 func hasScope(k storage.Key, scope string) bool { return slices.Contains(k.Scopes, scope) }
 
+// anyScope is the scope of a route that every valid key may call.
+const anyScope = ""
+
 func apiKey(ctx context.Context) storage.Key {
 	k, _ := ctx.Value(apiKeyKey).(storage.Key)
 	return k

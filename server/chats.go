@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/blueline-app/blueline/storage"
@@ -23,7 +24,14 @@ func (s *Server) listChats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	chats, next, err := s.db.ListChats(r.Context(), line.ID, after, limit)
+	var chats []storage.Chat
+	var next []byte
+	if line.IsSandbox {
+		// An owner's sandbox holds one chat: the one with its phone.
+		chats, err = s.sandboxChats(r, line)
+	} else {
+		chats, next, err = s.db.ListChats(r.Context(), line.ID, after, limit)
+	}
 	if err != nil {
 		return err
 	}
@@ -33,4 +41,17 @@ func (s *Server) listChats(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, newList(r.Context(), out, encodeCursor('c', next)))
 	return nil
+}
+
+// sandboxChats is the chat of the key owner's sandbox, if it has one yet.
+func (s *Server) sandboxChats(r *http.Request, line storage.Line) ([]storage.Chat, error) {
+	st, ok, err := s.db.Sandbox(r.Context(), apiKey(r.Context()).Owner)
+	if err != nil || !ok || !st.Activated {
+		return nil, err
+	}
+	c, err := s.db.ChatByIdentifier(r.Context(), line.ID, st.PairedHandle)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	return []storage.Chat{c}, err
 }

@@ -18,7 +18,7 @@ import (
 
 // FileStore keeps uploaded files and signs their download URLs.
 type FileStore interface {
-	Save(ctx context.Context, body io.Reader, name, mimeType string) (storage.File, error)
+	Save(ctx context.Context, body io.Reader, name, mimeType string, scope storage.FileScope) (storage.File, error)
 	MaxUploadBytes() int64
 	URL(id string, now time.Time) string
 	Verify(id, expires, signature string, now time.Time) error
@@ -47,7 +47,7 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	if r.ContentLength > limit {
 		return tooLarge
 	}
-	f, err := s.files.Save(r.Context(), r.Body, name, mimeType)
+	f, err := s.files.Save(r.Context(), r.Body, name, mimeType, storage.FileScope{Owner: apiKey(r.Context()).Owner})
 	switch {
 	case errors.Is(err, files.ErrEmpty):
 		return errInvalidRequest("empty_file", "The file is empty: send its bytes as the request body.")
@@ -91,15 +91,33 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// fileByID finds a file the request's key may use: an inbound attachment
+// of a line it can reach (on the sandbox line, of its owner's sandbox), or
+// a file uploaded by a key of the same owner. Any other is not found.
 func (s *Server) fileByID(ctx context.Context, id, param string) (storage.File, error) {
-	if !storage.ValidID(id, "file_") {
+	if !storage.IDShaped(id, "file_") {
 		return storage.File{}, errInvalid(param, "%s must be a file ID (file_…) from POST /v1/files.", param)
 	}
+	notFound := errNotFound("file_not_found", param, "No file %s.", id)
 	f, err := s.db.FileByID(ctx, id)
 	if errors.Is(err, storage.ErrNotFound) {
-		return f, errNotFound("file_not_found", param, "No file %s.", id)
+		return f, notFound
 	}
-	return f, err
+	if err != nil {
+		return f, err
+	}
+	key := apiKey(ctx)
+	if f.LineID == "" {
+		if f.Owner != key.Owner {
+			return f, notFound
+		}
+		return f, nil
+	}
+	line, ok := s.db.LineByID(f.LineID)
+	if !ok || checkLineAccess(key, line) != nil || line.IsSandbox && f.Owner != key.Owner {
+		return f, notFound
+	}
+	return f, nil
 }
 
 // downloadFile serves a signed download URL. The signature is the

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -83,7 +84,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) error {
 		return errInvalid("attachments", "A message carries at most 1 attachment.")
 	}
 	for _, id := range p.Attachments {
-		if !storage.ValidID(id, "file_") {
+		if !storage.IDShaped(id, "file_") {
 			return errInvalid("attachments", "attachments must hold file IDs (file_…) from POST /v1/files.")
 		}
 	}
@@ -139,7 +140,7 @@ func (s *Server) sendAudio(field string) apiHandler {
 		if p.ReplyTo, err = b.str("reply_to"); err != nil {
 			return err
 		}
-		if !storage.ValidID(fileID, "file_") {
+		if !storage.IDShaped(fileID, "file_") {
 			return errInvalid(field, "%s must be a file ID (file_…) from POST /v1/files.", field)
 		}
 		line, tgt, err := s.conversation(r, p.From, p.To, true)
@@ -234,7 +235,7 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, idem string, li
 	}
 	now := s.now().UTC()
 	if line.IsSandbox && item.Kind == storage.KindMessage {
-		req.SandboxDay, req.SandboxQuota = now.Format(time.DateOnly), s.opts.SandboxQuota
+		req.SandboxDay, req.SandboxQuota, req.SandboxOwner = now.Format(time.DateOnly), s.opts.SandboxQuota, apiKey(ctx).Owner
 	}
 	stored, replayed, err := s.db.Enqueue(ctx, req)
 	switch {
@@ -243,7 +244,7 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, idem string, li
 	case errors.Is(err, storage.ErrSandboxQuota):
 		midnight := now.Truncate(24 * time.Hour).Add(24 * time.Hour)
 		return &Error{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: "sandbox_quota_exceeded",
-			Message:    fmt.Sprintf("The sandbox line sent its %d messages for today; the quota resets at midnight UTC.", s.opts.SandboxQuota),
+			Message:    fmt.Sprintf("Your sandbox sent its %d messages for today; the quota resets at midnight UTC.", s.opts.SandboxQuota),
 			RetryAfter: retrySeconds(midnight.Sub(now))}
 	case err != nil:
 		return err
@@ -258,13 +259,13 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, idem string, li
 // checkRecipient applies the sandbox rules and the contact-first rule.
 func (s *Server) checkRecipient(r *http.Request, line storage.Line, tgt target) error {
 	if line.IsSandbox {
-		st, err := s.db.Sandbox(r.Context())
+		st, _, err := s.db.Sandbox(r.Context(), apiKey(r.Context()).Owner)
 		if err != nil {
 			return err
 		}
 		if !st.Activated {
 			return errForbidden("sandbox_not_activated",
-				"The sandbox line %s is not activated: text it the activation code (see `blueline sandbox`) from your phone.", line.Handle)
+				"Your sandbox on %s is not activated: get your code with POST /v1/sandbox, then text it to %s from your phone.", line.Handle, line.Handle)
 		}
 		if tgt.chat.IsGroup || tgt.contact != st.PairedHandle {
 			return &Error{Status: 400, Type: typeInvalidRequest, Code: "sandbox_contact_mismatch", Param: "to",
@@ -283,15 +284,34 @@ func (s *Server) findMessage(r *http.Request, line storage.Line, value, param st
 	var m storage.Message
 	var err error
 	if strings.HasPrefix(value, "msg_") {
-		if !storage.ValidID(value, "msg_") {
+		if !storage.IDShaped(value, "msg_") {
 			return m, errInvalid(param, "%s must be a message ID (msg_…) or GUID.", param)
 		}
 		m, err = s.db.MessageByID(r.Context(), value)
 	} else {
 		m, err = s.db.MessageByGUID(r.Context(), value)
 	}
-	if errors.Is(err, storage.ErrNotFound) || err == nil && m.LineID != line.ID {
+	if err == nil && m.LineID != line.ID {
+		err = storage.ErrNotFound
+	}
+	if err == nil {
+		err = s.hideSandboxMessage(r.Context(), line, m)
+	}
+	if errors.Is(err, storage.ErrNotFound) {
 		return m, errNotFound("message_not_found", param, "No message %s on line %s.", value, line.Handle)
 	}
 	return m, err
+}
+
+// hideSandboxMessage is storage.ErrNotFound for a message of line in a
+// chat the request's key may not see.
+func (s *Server) hideSandboxMessage(ctx context.Context, line storage.Line, m storage.Message) error {
+	if !line.IsSandbox {
+		return nil
+	}
+	c, err := s.db.ChatByID(ctx, m.ChatID)
+	if err == nil {
+		err = s.hideSandboxChat(ctx, line, c)
+	}
+	return err
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -12,21 +13,40 @@ func (s *Server) getOutboxItem(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if !storage.ValidID(id, "obx_") {
+	if !storage.IDShaped(id, "obx_") {
 		return errInvalid("id", "id must be an outbox item ID (obx_…).")
 	}
 	item, err := s.db.OutboxItemByID(r.Context(), id)
+	if err == nil {
+		err = s.hideOutboxItem(r.Context(), item)
+	}
 	if errors.Is(err, storage.ErrNotFound) {
 		return errNotFound("outbox_item_not_found", "id", "No outbox item %s.", id)
 	}
 	if err != nil {
 		return err
 	}
-	if line, ok := s.db.LineByID(item.LineID); ok {
-		if err := checkLineAccess(apiKey(r.Context()), line); err != nil {
-			return err
-		}
-	}
 	writeJSON(w, http.StatusOK, toAPIOutboxItem(item, requestID(r.Context())))
 	return nil
+}
+
+// hideOutboxItem is storage.ErrNotFound for an item the request's key may
+// not see: of a line it cannot use or that is no longer configured, or on
+// the sandbox line of another owner's sandbox.
+func (s *Server) hideOutboxItem(ctx context.Context, item storage.OutboxItem) error {
+	line, ok := s.db.LineByID(item.LineID)
+	if !ok || checkLineAccess(apiKey(ctx), line) != nil {
+		return storage.ErrNotFound
+	}
+	if !line.IsSandbox {
+		return nil
+	}
+	if item.ChatID == "" {
+		return storage.ErrNotFound
+	}
+	c, err := s.db.ChatByID(ctx, item.ChatID)
+	if err == nil {
+		err = s.hideSandboxChat(ctx, line, c)
+	}
+	return err
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -197,11 +198,17 @@ type target struct {
 
 func (s *Server) resolveTo(r *http.Request, line storage.Line, value string) (target, error) {
 	if strings.HasPrefix(value, "cht_") {
-		if !storage.ValidID(value, "cht_") {
+		if !storage.IDShaped(value, "cht_") {
 			return target{}, errInvalid("to", "to is not a valid chat ID.")
 		}
 		c, err := s.db.ChatByID(r.Context(), value)
-		if errors.Is(err, storage.ErrNotFound) || err == nil && c.LineID != line.ID {
+		if err == nil && c.LineID != line.ID {
+			err = storage.ErrNotFound
+		}
+		if err == nil {
+			err = s.hideSandboxChat(r.Context(), line, c)
+		}
+		if errors.Is(err, storage.ErrNotFound) {
 			return target{}, errNotFound("chat_not_found", "to", "No chat %s on line %s.", value, line.Handle)
 		}
 		return target{chat: c, found: true, contact: c.Identifier}, err
@@ -210,14 +217,30 @@ func (s *Server) resolveTo(r *http.Request, line storage.Line, value string) (ta
 	if err != nil {
 		// Not a handle: perhaps a group's identifier ("chat…").
 		c, err := s.db.ChatByIdentifier(r.Context(), line.ID, value)
+		if err == nil {
+			err = s.hideSandboxChat(r.Context(), line, c)
+		}
 		if errors.Is(err, storage.ErrNotFound) {
 			return target{}, errInvalid("to", "to must be a phone number, an account-ID handle, a cht_ chat ID or a chat identifier.")
 		}
 		return target{chat: c, found: err == nil, contact: c.Identifier}, err
 	}
 	c, err := s.db.ChatByIdentifier(r.Context(), line.ID, h)
+	if err == nil {
+		err = s.hideSandboxChat(r.Context(), line, c)
+	}
 	if errors.Is(err, storage.ErrNotFound) {
 		return target{contact: h}, nil
 	}
 	return target{chat: c, found: err == nil, contact: h}, err
+}
+
+// hideSandboxChat is storage.ErrNotFound for a chat of the sandbox line that
+// is not the request key's owner's: to that key it does not exist.
+func (s *Server) hideSandboxChat(ctx context.Context, line storage.Line, c storage.Chat) error {
+	ok, err := s.sandboxChatVisible(ctx, line, c)
+	if err == nil && !ok {
+		err = storage.ErrNotFound
+	}
+	return err
 }

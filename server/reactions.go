@@ -66,24 +66,25 @@ func (s *Server) listReactions(w http.ResponseWriter, r *http.Request) error {
 	}
 	var m storage.Message
 	if strings.HasPrefix(value, "msg_") {
-		if !storage.ValidID(value, "msg_") {
+		if !storage.IDShaped(value, "msg_") {
 			return errInvalid("message_id", "message_id must be a message ID (msg_…) or GUID.")
 		}
 		m, err = s.db.MessageByID(r.Context(), value)
 	} else {
 		m, err = s.db.MessageByGUID(r.Context(), value)
 	}
+	if err == nil {
+		line, ok := s.db.LineByID(m.LineID)
+		if !ok || checkLineAccess(apiKey(r.Context()), line) != nil {
+			err = storage.ErrNotFound
+		} else {
+			err = s.hideSandboxMessage(r.Context(), line, m)
+		}
+	}
 	if errors.Is(err, storage.ErrNotFound) {
 		return errNotFound("message_not_found", "message_id", "No message %s.", value)
 	}
 	if err != nil {
-		return err
-	}
-	line, ok := s.db.LineByID(m.LineID)
-	if !ok {
-		return errNotFound("message_not_found", "message_id", "No message %s.", value)
-	}
-	if err := checkLineAccess(apiKey(r.Context()), line); err != nil {
 		return err
 	}
 	recs, err := s.db.ReactionsByMessage(r.Context(), m.ID)

@@ -15,6 +15,10 @@ func (s *Server) routes(r patternRouter) {
 	r.GET("/v1/receipts", s.api("receipts:read", s.listReceipts))
 	r.POST("/v1/receipts", s.api("receipts:write", s.sendReceipt))
 	r.GET("/v1/outbox", s.api("outbox:read", s.getOutboxItem))
+	// The key owner's own sandbox: any key with an owner, whatever its
+	// scopes, as the reference's CLI expects.
+	r.GET("/v1/sandbox", s.api(anyScope, s.getSandbox))
+	r.POST("/v1/sandbox", s.api(anyScope, s.startSandbox))
 	r.GET("/v1/webhooks", s.api("webhooks:read", s.listWebhooks))
 	r.POST("/v1/webhooks", s.api("webhooks:write", s.createWebhook))
 	r.DELETE("/v1/webhooks", s.api("webhooks:write", s.deleteWebhook))

@@ -43,6 +43,9 @@ type Options struct {
 	// Metrics counts the API's requests and is served on the admin socket
 	// (GET /metrics); nil counts nothing.
 	Metrics Metrics
+	// BodyIdleTimeout cuts off a request body that stops arriving for
+	// that long (see BodyIdleTimeout); 0 never does.
+	BodyIdleTimeout time.Duration
 }
 
 // Server serves the API.
@@ -85,7 +88,9 @@ func (s *Server) Handler() http.Handler {
 		writeError(w, r, s.log, fmt.Errorf("panic: %v", v))
 	}
 	s.routes(patternRouter{router})
-	return s.withRequestID(cors(router), s.opts.Metrics)
+	// Inside withRequestID, so that a body cut off is logged and counted
+	// as the 408 it is answered with.
+	return s.withRequestID(BodyIdleTimeout(cors(router), s.opts.BodyIdleTimeout, s.log), s.opts.Metrics)
 }
 
 // api wraps a handler with authentication, the rate limit and a scope check.
@@ -107,7 +112,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, scope string, 
 			Message:    fmt.Sprintf("This API key made more than %d requests in the last hour.", s.opts.RequestsPerHour),
 			RetryAfter: retrySeconds(wait)}
 	}
-	if !hasScope(key, scope) {
+	if scope != anyScope && !hasScope(key, scope) {
 		return errForbidden("insufficient_scope", "This API key lacks the %s scope.", scope)
 	}
 	return h(w, r.WithContext(context.WithValue(r.Context(), apiKeyKey, key)))

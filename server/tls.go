@@ -124,6 +124,14 @@ func (t *TLS) Addr() net.Addr { return t.httpsLn.Addr() }
 // HTTPAddr is the address of the challenge and redirect server.
 func (t *TLS) HTTPAddr() net.Addr { return t.httpLn.Addr() }
 
+// LimitConnections keeps at most n connections open on each of the HTTPS
+// and HTTP listeners (see LimitListener); a flood on the HTTP port then
+// cannot keep the API from being served. Call it before Serve.
+func (t *TLS) LimitConnections(n int) {
+	t.httpsLn = LimitListener(t.httpsLn, n)
+	t.httpLn = LimitListener(t.httpLn, n)
+}
+
 // Serve starts obtaining certificates (or loading them from storage) and
 // serving: api over HTTPS, the challenge and redirect server over HTTP. It
 // sets api's TLSConfig, and its ErrorLog so that failed handshakes, which
@@ -139,6 +147,7 @@ func (t *TLS) Serve(api *http.Server) {
 	t.redirect = &http.Server{
 		Handler:           t.issuer.HTTPChallengeHandler(http.HandlerFunc(t.toHTTPS)),
 		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    MaxHeaderBytes,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       30 * time.Second,

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -79,19 +80,19 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	existing, err := s.db.Webhooks(r.Context(), line.ID)
+	existing, err := s.visibleWebhooks(r.Context(), line)
 	if err != nil {
 		return err
 	}
 	if len(existing) >= maxWebhooksPerLine {
 		return errInvalid("from", "Line %s has %d webhooks, the most a line may have.", line.Handle, maxWebhooksPerLine)
 	}
-	hook := storage.Webhook{ID: storage.NewID("wh_"), LineID: line.ID, URL: u.String(), Events: subscribed,
+	hook := storage.Webhook{ID: storage.NewID("wh_"), LineID: line.ID, Owner: apiKey(r.Context()).Owner, URL: u.String(), Events: subscribed,
 		Secret: "whsec_" + randomBase62(40), IsActive: true, CreatedAt: time.Now().UnixMilli()}
 	if err := s.db.CreateWebhook(r.Context(), hook); err != nil {
 		return err
 	}
-	s.log.Info("webhook created", "webhook_id", hook.ID, "line", line.Handle, "url", hook.URL)
+	s.log.Info("webhook created", "webhook_id", hook.ID, "line", line.Handle, "url", webhook.RedactURL(hook.URL))
 	writeJSON(w, http.StatusCreated, toAPIWebhook(hook, requestID(r.Context())))
 	return nil
 }
@@ -107,7 +108,7 @@ func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	hooks, err := s.db.Webhooks(r.Context(), line.ID)
+	hooks, err := s.visibleWebhooks(r.Context(), line)
 	if err != nil {
 		return err
 	}
@@ -130,21 +131,17 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if !storage.ValidID(id, "wh_") {
+	if !storage.IDShaped(id, "wh_") {
 		return errInvalid("id", "id must be a webhook ID (wh_…).")
 	}
 	hook, err := s.db.WebhookByID(r.Context(), id)
+	if err == nil && !s.webhookVisible(r.Context(), hook) {
+		err = storage.ErrNotFound
+	}
 	if errors.Is(err, storage.ErrNotFound) {
 		return errNotFound("webhook_not_found", "id", "No webhook %s.", id)
 	}
 	if err != nil {
-		return err
-	}
-	line, ok := s.db.LineByID(hook.LineID)
-	if !ok {
-		return errNotFound("webhook_not_found", "id", "No webhook %s.", id)
-	}
-	if err := checkLineAccess(apiKey(r.Context()), line); err != nil {
 		return err
 	}
 	if err := s.db.DeleteWebhook(r.Context(), id); errors.Is(err, storage.ErrNotFound) {
@@ -155,6 +152,24 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 	s.log.Info("webhook deleted", "webhook_id", id)
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "deleted": true, "request_id": requestID(r.Context())})
 	return nil
+}
+
+// webhookVisible reports whether the request's key may see a webhook: one
+// of a line it can use and, on the sandbox line, one its owner created.
+func (s *Server) webhookVisible(ctx context.Context, h storage.Webhook) bool {
+	key := apiKey(ctx)
+	line, ok := s.db.LineByID(h.LineID)
+	return ok && checkLineAccess(key, line) == nil && (!line.IsSandbox || h.Owner == key.Owner)
+}
+
+// visibleWebhooks are the webhooks of line the request's key may see.
+func (s *Server) visibleWebhooks(ctx context.Context, line storage.Line) ([]storage.Webhook, error) {
+	hooks, err := s.db.Webhooks(ctx, line.ID)
+	if err != nil || !line.IsSandbox {
+		return hooks, err
+	}
+	owner := apiKey(ctx).Owner
+	return slices.DeleteFunc(hooks, func(h storage.Webhook) bool { return h.Owner != owner }), nil
 }
 
 // Webhook event data: the resource in the API's shape, plus the line's

@@ -17,6 +17,15 @@ type File struct {
 	MimeType  string `json:"mime_type"`
 	Size      int64  `json:"size"`
 	CreatedAt int64  `json:"created_at"`
+	FileScope
+}
+
+// FileScope says whom a file belongs to: the line an inbound attachment
+// arrived on (and, on the sandbox line, the owner paired with its sender),
+// or the owner of the key that uploaded it.
+type FileScope struct {
+	LineID string `json:"line_id,omitempty"`
+	Owner  string `json:"owner,omitempty"`
 }
 
 // PutFile stores a file's metadata durably. The files package calls it only

@@ -39,3 +39,19 @@ func ValidID(s, prefix string) bool {
 	}
 	return true
 }
+
+// IDShaped reports whether s has the form of an ID with prefix: the prefix
+// and 1 to 64 letters and digits. The API answers such a value that names
+// nothing with 404, and anything else with 400.
+func IDShaped(s, prefix string) bool {
+	rest, ok := strings.CutPrefix(s, prefix)
+	if !ok || len(rest) == 0 || len(rest) > 64 {
+		return false
+	}
+	for _, r := range rest {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}

@@ -43,7 +43,7 @@ func (db *DB) SyncLines(ctx context.Context, configured []Line) ([]Line, error) 
 				return err
 			}
 			if l.IsSandbox {
-				if err := ensureSandbox(tx); err != nil {
+				if err := migrateSandbox(tx); err != nil {
 					return err
 				}
 			}

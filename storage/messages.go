@@ -414,6 +414,13 @@ func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, h *historyTx) (r
 			return res, err
 		}
 	}
+	// Activated first, so that the code's own message reaches the webhooks
+	// of the sandbox's owner.
+	if line.IsSandbox && !m.IsFromMe && m.Text != nil {
+		if res.SandboxActivated, err = activateSandbox(tx, *m.Text, m.Sender); err != nil {
+			return res, err
+		}
+	}
 	if events {
 		event := EventMessageReceived
 		if m.IsFromMe {
@@ -432,11 +439,6 @@ func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, h *historyTx) (r
 			_, _, err = putReceipt(tx, c.ID, c.Identifier, m.ReadAt, m.SyncedAt)
 		}
 		if err != nil {
-			return res, err
-		}
-	}
-	if line.IsSandbox && !m.IsFromMe && m.Text != nil {
-		if res.SandboxActivated, err = activateSandbox(tx, *m.Text, m.Sender); err != nil {
 			return res, err
 		}
 	}

@@ -85,9 +85,10 @@ type EnqueueRequest struct {
 	// key; RequestHash identifies "the same request".
 	IdempotencyKey string
 	RequestHash    []byte
-	// SandboxDay, when set, counts the item against the sandbox's quota
-	// of SandboxQuota sends on that UTC day.
+	// SandboxDay, when set, counts the item against SandboxOwner's
+	// sandbox quota of SandboxQuota sends on that UTC day.
 	SandboxDay   string
+	SandboxOwner string
 	SandboxQuota int
 }
 
@@ -140,16 +141,16 @@ func (db *DB) Enqueue(ctx context.Context, req EnqueueRequest) (item OutboxItem,
 		}
 		if req.SandboxDay != "" {
 			b := tx.Bucket(bktSandbox)
-			n := sandboxCount(b, req.SandboxDay)
+			n := sandboxCount(b, req.SandboxDay, req.SandboxOwner)
 			if n >= req.SandboxQuota {
 				return ErrSandboxQuota
 			}
 			if n == 0 {
-				if err := dropOldQuotas(b); err != nil {
+				if err := dropOldQuotas(b, req.SandboxDay); err != nil {
 					return err
 				}
 			}
-			if err := b.Put(quotaKey(req.SandboxDay), u64(uint64(n+1))); err != nil {
+			if err := b.Put(quotaKey(req.SandboxDay, req.SandboxOwner), u64(uint64(n+1))); err != nil {
 				return err
 			}
 		}
@@ -173,12 +174,15 @@ func (db *DB) Enqueue(ctx context.Context, req EnqueueRequest) (item OutboxItem,
 	return item, replayed, nil
 }
 
-func dropOldQuotas(b *bolt.Bucket) error {
+// dropOldQuotas deletes the sandbox counts of days before today.
+func dropOldQuotas(b *bolt.Bucket, today string) error {
 	var old [][]byte
 	c := b.Cursor()
-	prefix := []byte("quota/")
+	prefix, current := []byte("quota/"), quotaKey(today, "")
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		old = append(old, bytes.Clone(k))
+		if !bytes.HasPrefix(k, current) {
+			old = append(old, bytes.Clone(k))
+		}
 	}
 	return deleteKeys(b, old)
 }

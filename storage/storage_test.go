@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/blueline-app/blueline/storage"
@@ -175,50 +176,139 @@ func TestOutboxLifecycle(t *testing.T) {
 	}
 }
 
-func TestSandboxQuotaAndIdempotency(t *testing.T) {
+func openSandboxDB(t *testing.T) (*storage.DB, storage.Line) {
+	t.Helper()
 	db, err := storage.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
 	lines, err := db.SyncLines(ctx, []storage.Line{{Handle: "+15550000000", IsSandbox: true, Service: "imessage", Bridge: "sim"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := func(idem string, hash string) storage.EnqueueRequest {
+	return db, lines[0]
+}
+
+func TestSandboxQuotaAndIdempotency(t *testing.T) {
+	db, sandbox := openSandboxDB(t)
+	req := func(idem, hash, owner string) storage.EnqueueRequest {
 		return storage.EnqueueRequest{
-			Item:           storage.OutboxItem{ID: storage.NewID("obx_"), LineID: lines[0].ID, MaxAttempts: 1},
-			IdempotencyKey: idem, RequestHash: []byte(hash), SandboxDay: "2026-11-21", SandboxQuota: 2,
+			Item:           storage.OutboxItem{ID: storage.NewID("obx_"), LineID: sandbox.ID, MaxAttempts: 1},
+			IdempotencyKey: idem, RequestHash: []byte(hash), SandboxDay: "2026-11-21", SandboxQuota: 2, SandboxOwner: owner,
 		}
 	}
-	first, _, err := db.Enqueue(ctx, req("k", "h1"))
+	first, _, err := db.Enqueue(ctx, req("k", "h1", "a"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, replayed, err := db.Enqueue(ctx, req("k", "h1"))
+	again, replayed, err := db.Enqueue(ctx, req("k", "h1", "a"))
 	if err != nil || !replayed || again.ID != first.ID {
 		t.Fatalf("replay: %v %v %v", again.ID, replayed, err)
 	}
-	if _, _, err := db.Enqueue(ctx, req("k", "h2")); !errors.Is(err, storage.ErrIdempotencyMismatch) {
+	if _, _, err := db.Enqueue(ctx, req("k", "h2", "a")); !errors.Is(err, storage.ErrIdempotencyMismatch) {
 		t.Fatalf("mismatch: %v", err)
 	}
-	if _, _, err := db.Enqueue(ctx, req("", "")); err != nil {
+	if _, _, err := db.Enqueue(ctx, req("", "", "a")); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := db.Enqueue(ctx, req("", "")); !errors.Is(err, storage.ErrSandboxQuota) {
+	if _, _, err := db.Enqueue(ctx, req("", "", "a")); !errors.Is(err, storage.ErrSandboxQuota) {
 		t.Fatalf("third send of a quota of 2: %v", err)
 	}
-	if n, _ := db.SandboxSends(ctx, "2026-11-21"); n != 2 {
-		t.Fatalf("counted %d sends", n)
+	// Each owner has its own quota.
+	if _, _, err := db.Enqueue(ctx, req("", "", "b")); err != nil {
+		t.Fatalf("owner b's first send: %v", err)
 	}
-	// A new day starts from zero and forgets the old days.
-	r := req("", "")
-	r.SandboxDay = "2026-11-22"
-	if _, _, err := db.Enqueue(ctx, r); err != nil {
+	if n, _ := db.SandboxSends(ctx, "a", "2026-11-21"); n != 2 {
+		t.Fatalf("counted %d sends of a", n)
+	}
+	if n, _ := db.SandboxSends(ctx, "b", "2026-11-21"); n != 1 {
+		t.Fatalf("counted %d sends of b", n)
+	}
+	// A new day starts from zero and forgets the old days; an owner's
+	// first send of the day leaves the others' counts of that day alone.
+	for _, owner := range []string{"b", "a"} {
+		r := req("", "", owner)
+		r.SandboxDay = "2026-11-22"
+		if _, _, err := db.Enqueue(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, _ := db.SandboxSends(ctx, "a", "2026-11-21"); n != 0 {
+		t.Fatalf("old day kept %d", n)
+	}
+	if a, b := sends(t, db, "a", "2026-11-22"), sends(t, db, "b", "2026-11-22"); a != 1 || b != 1 {
+		t.Fatalf("today: a %d, b %d; want 1 each", a, b)
+	}
+}
+
+func sends(t *testing.T, db *storage.DB, owner, day string) int {
+	t.Helper()
+	n, err := db.SandboxSends(ctx, owner, day)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := db.SandboxSends(ctx, "2026-11-21"); n != 0 {
-		t.Fatalf("old day kept %d", n)
+	return n
+}
+
+// Each owner activates with its own code and pairs with its own phone; a
+// phone pairs once, with one owner.
+func TestSandboxOwners(t *testing.T) {
+	db, sandbox := openSandboxDB(t)
+	if _, _, err := db.StartSandbox(ctx, ""); !errors.Is(err, storage.ErrNoOwner) {
+		t.Fatalf("a sandbox without owner: %v", err)
+	}
+	a, created, err := db.StartSandbox(ctx, "a")
+	if err != nil || !created {
+		t.Fatal(created, err)
+	}
+	if again, created, _ := db.StartSandbox(ctx, "a"); again.ActivationCode != a.ActivationCode || created {
+		t.Fatalf("starting again changed the code %s to %s (created %v)", a.ActivationCode, again.ActivationCode, created)
+	}
+	b, _, err := db.StartSandbox(ctx, "b")
+	if err != nil || b.ActivationCode == a.ActivationCode {
+		t.Fatalf("b's code %s (a's %s): %v", b.ActivationCode, a.ActivationCode, err)
+	}
+	text := func(from, body string) storage.InboundResult {
+		t.Helper()
+		res, err := db.RecordInbound(ctx, storage.Inbound{
+			Chat:    storage.Chat{ID: storage.NewID("cht_"), LineID: sandbox.ID, GUID: "SMS;-;" + from, Identifier: from, Service: "sms"},
+			Message: storage.Message{ID: storage.NewID("msg_"), GUID: storage.NewID("guid_"), Sender: from, Text: &body, SentAt: 1},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := text("+15551110001", "code "+strings.ToLower(a.ActivationCode)); !res.SandboxActivated {
+		t.Fatal("a's code did not activate")
+	}
+	// The same phone cannot take b's code too.
+	if res := text("+15551110001", b.ActivationCode); res.SandboxActivated {
+		t.Fatal("a paired phone paired again")
+	}
+	if res := text("+15551110002", b.ActivationCode); !res.SandboxActivated {
+		t.Fatal("b's code did not activate")
+	}
+	// A used code pairs nobody else.
+	if res := text("+15551110003", a.ActivationCode); res.SandboxActivated {
+		t.Fatal("a used code activated again")
+	}
+	for phone, want := range map[string]string{"+15551110001": "a", "+15551110002": "b", "+15551110003": ""} {
+		if got, err := db.SandboxOwner(ctx, phone); err != nil || got != want {
+			t.Fatalf("owner of %s: %q, %v; want %q", phone, got, err, want)
+		}
+	}
+	st, ok, err := db.Sandbox(ctx, "b")
+	if err != nil || !ok || !st.Activated || st.PairedHandle != "+15551110002" {
+		t.Fatalf("b's sandbox: %+v %v %v", st, ok, err)
+	}
+	if _, ok, _ := db.Sandbox(ctx, "c"); ok {
+		t.Fatal("an owner that never started has a sandbox")
+	}
+	all, err := db.SandboxStates(ctx)
+	if err != nil || len(all) != 2 || all[0].Owner != "a" || all[1].Owner != "b" {
+		t.Fatalf("all sandboxes: %+v %v", all, err)
 	}
 }
 

@@ -39,8 +39,11 @@ var WebhookEvents = []string{EventMessageReceived, EventMessageSent, EventReacti
 
 // Webhook is a receiver of one line's events.
 type Webhook struct {
-	ID     string   `json:"id"`
-	LineID string   `json:"line_id"`
+	ID     string `json:"id"`
+	LineID string `json:"line_id"`
+	// Owner is the owner of the key that created it. On the sandbox line
+	// it receives only the events of its owner's sandbox.
+	Owner  string   `json:"owner,omitempty"`
 	URL    string   `json:"url"`
 	Events []string `json:"events"`
 	// Secret signs deliveries. It is kept in clear: signing needs it.
@@ -197,9 +200,13 @@ type EventSubject struct {
 // is about: the event is queued if and only if that commits.
 func (db *DB) queueEvent(tx *bolt.Tx, event, lineID, chatID string, subject EventSubject) error {
 	now := nowMillis()
+	sandboxOwner, err := db.sandboxEventOwner(tx, lineID, chatID)
+	if err != nil {
+		return err
+	}
 	var hooks []Webhook
-	err := lineWebhooks(tx, lineID, func(w Webhook) {
-		if w.IsActive && slices.Contains(w.Events, event) {
+	err = lineWebhooks(tx, lineID, func(w Webhook) {
+		if w.IsActive && slices.Contains(w.Events, event) && (sandboxOwner == nil || w.Owner == *sandboxOwner) {
 			hooks = append(hooks, w)
 		}
 	})
@@ -218,6 +225,26 @@ func (db *DB) queueEvent(tx *bolt.Tx, event, lineID, chatID string, subject Even
 	}
 	tx.OnCommit(db.signalWebhooks)
 	return nil
+}
+
+// sandboxEventOwner is nil for an event outside the sandbox line, and
+// otherwise the owner whose sandbox chat it happened in ("" for a chat no
+// owner is paired with: its events go nowhere).
+func (db *DB) sandboxEventOwner(tx *bolt.Tx, lineID, chatID string) (*string, error) {
+	line, ok := db.LineByID(lineID)
+	if !ok || !line.IsSandbox {
+		return nil, nil
+	}
+	owner := ""
+	var c Chat
+	err := getJSON(tx.Bucket(bktChats), []byte(chatID), &c)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	if err == nil && !c.IsGroup {
+		owner = sandboxOwnerOf(tx, c.Identifier)
+	}
+	return &owner, nil
 }
 
 func scheduleDelivery(tx *bolt.Tx, d Delivery) error {

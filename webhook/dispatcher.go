@@ -23,6 +23,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -451,14 +452,29 @@ func (w *worker) post(dd storage.DueDelivery, a *storage.Attempt) error {
 		if errors.Is(err, context.DeadlineExceeded) && w.ctx.Err() == nil {
 			return fmt.Errorf("no answer within %s", w.d.opts.Timeout)
 		}
+		// The error's text starts with the whole URL, whose path and query
+		// may carry the receiver's credential: the attempt's record, like
+		// the logs, keeps what went wrong without it.
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			return ue.Err
+		}
 		return err
 	}
 	defer resp.Body.Close()
-	a.StatusCode = resp.StatusCode
 	// Read a little of the answer for the operator, and drain a little more
 	// so the connection can be reused.
 	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	// An answer must be in before the deadline. The transport can hand over
+	// one that raced with it: cancelling closes the connection, a receiver
+	// may answer as it sees it close (its request's context ends), and a
+	// response that reaches us before the socket is gone is returned as if
+	// in time. Such an answer, or one whose body the deadline cut, is no
+	// answer within the timeout, whatever its status.
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && w.ctx.Err() == nil {
+		return fmt.Errorf("no answer within %s", w.d.opts.Timeout)
+	}
+	a.StatusCode = resp.StatusCode
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		return nil

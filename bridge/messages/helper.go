@@ -35,6 +35,15 @@ const (
 	// to its JSON parser whole, and keeps only the first of two frames
 	// that arrive in one read. BlueBubbles spaces writes the same way.
 	helperWriteGap = 200 * time.Millisecond
+	// helperMaxChecks bounds the connections whose peer is being checked
+	// at once; more are refused. helperCheckTimeout bounds one check.
+	helperMaxChecks    = 4
+	helperCheckTimeout = 10 * time.Second
+	// helperReplaceWait is how long a verified connection waits for the
+	// connected helper's connection to end before it is refused: a
+	// relaunched Messages may connect just before the end of the old
+	// process's connection is read.
+	helperReplaceWait = 2 * time.Second
 )
 
 var (
@@ -74,20 +83,42 @@ func helperPortFor(uid int) int {
 	return min(max(helperPortBase+uid-helperFirstUID, helperPortBase), helperPortMax)
 }
 
+// PeerChecker tells whether a connection to the helper's port comes from
+// the private-API helper: from inside the Messages app, run by the daemon's
+// user. The protocol has no authentication, and any local process can
+// connect to a loopback port. ctx bounds the check.
+type PeerChecker interface {
+	CheckPeer(ctx context.Context, conn net.Conn) error
+}
+
+// PeerCheckFunc is a function as a PeerChecker.
+type PeerCheckFunc func(ctx context.Context, conn net.Conn) error
+
+// CheckPeer calls f.
+func (f PeerCheckFunc) CheckPeer(ctx context.Context, conn net.Conn) error { return f(ctx, conn) }
+
 // HelperServer is our end of the helper protocol. It listens on 127.0.0.1
-// only (the protocol has no authentication) and keeps one helper
-// connection: a new one replaces the old.
+// only and keeps one helper connection. Before it reads anything from a new
+// connection, it checks where the connection comes from (PeerChecker): one
+// that fails is closed and logged. A connection that passes while a helper
+// is connected waits for that one to end, for up to helperReplaceWait, and
+// is otherwise refused: a connected helper is never replaced.
 type HelperServer struct {
 	ln       net.Listener
 	log      *slog.Logger
+	check    PeerChecker
+	checking chan struct{} // a slot per peer check under way
 	events   chan Event
 	shutdown chan struct{}
+	stop     context.CancelFunc // ends the peer checks under way
+	stopCtx  context.Context
 	wg       sync.WaitGroup
 
-	mu      sync.Mutex
-	conn    *helperConn // nil when no helper is connected
-	closed  bool
-	changed chan struct{} // closed and replaced when conn changes
+	mu          sync.Mutex
+	conn        *helperConn // nil when no helper is connected
+	closed      bool
+	changed     chan struct{} // closed and replaced when conn changes
+	replaceWait time.Duration
 
 	writeMu   sync.Mutex // one frame at a time, spaced by writeGap
 	writeGap  time.Duration
@@ -109,8 +140,15 @@ type helperResult struct {
 
 // ListenHelper listens for the helper on 127.0.0.1:port (0: any free port).
 // ctx bounds setting up the listener only: the server runs until Close.
-// log may be nil.
+// log may be nil. Connections are checked as this system allows: on a Mac,
+// they must come from the Messages app of the daemon's user; on Linux, where
+// there is no Messages, from a process of the daemon's user.
 func ListenHelper(ctx context.Context, port int, log *slog.Logger) (*HelperServer, error) {
+	return listenHelper(ctx, port, log, platformPeerChecker())
+}
+
+// listenHelper is ListenHelper with the peer check check.
+func listenHelper(ctx context.Context, port int, log *slog.Logger, check PeerChecker) (*HelperServer, error) {
 	if port < 0 || port > helperPortMax {
 		return nil, fmt.Errorf("messages: helper port %d out of range", port)
 	}
@@ -122,13 +160,19 @@ func ListenHelper(ctx context.Context, port int, log *slog.Logger) (*HelperServe
 	if err != nil {
 		return nil, fmt.Errorf("messages: listen for the private-API helper: %w", err)
 	}
+	stopCtx, stop := context.WithCancel(context.Background())
 	h := &HelperServer{
-		ln:       ln,
-		log:      log.With("component", "helper"),
-		events:   make(chan Event, helperEventsCap),
-		shutdown: make(chan struct{}),
-		changed:  make(chan struct{}),
-		writeGap: helperWriteGap,
+		ln:          ln,
+		log:         log.With("component", "helper"),
+		check:       check,
+		checking:    make(chan struct{}, helperMaxChecks),
+		events:      make(chan Event, helperEventsCap),
+		shutdown:    make(chan struct{}),
+		stop:        stop,
+		stopCtx:     stopCtx,
+		changed:     make(chan struct{}),
+		replaceWait: helperReplaceWait,
+		writeGap:    helperWriteGap,
 	}
 	h.wg.Add(1)
 	go h.accept()
@@ -172,6 +216,7 @@ func (h *HelperServer) Close() error {
 	h.mu.Unlock()
 
 	close(h.shutdown)
+	h.stop()
 	err := h.ln.Close()
 	if c != nil {
 		c.nc.Close()
@@ -208,29 +253,72 @@ func (h *HelperServer) accept() {
 			}
 			continue
 		}
-		h.attach(nc)
+		select {
+		case h.checking <- struct{}{}:
+		default:
+			h.log.Warn("private-API helper connection refused: too many connections are being checked", "remote", nc.RemoteAddr())
+			nc.Close()
+			continue
+		}
+		h.wg.Add(1)
+		go h.admit(nc)
 	}
 }
 
-// attach makes nc the helper connection, dropping the previous one.
+// admit checks where nc comes from, and attaches it if it passes. Nothing is
+// read from nc before: a connection that fails is closed unread.
+func (h *HelperServer) admit(nc net.Conn) {
+	defer h.wg.Done()
+	ctx, cancel := context.WithTimeout(h.stopCtx, helperCheckTimeout)
+	err := h.check.CheckPeer(ctx, nc)
+	cancel()
+	<-h.checking
+	if h.stopCtx.Err() != nil {
+		nc.Close()
+		return
+	}
+	if err != nil {
+		h.log.Warn("private-API helper connection refused: it does not come from the helper inside Messages", "remote", nc.RemoteAddr(), "err", err)
+		nc.Close()
+		return
+	}
+	h.attach(nc)
+}
+
+// attach makes nc, a checked connection, the helper connection. While
+// another is connected, it waits up to replaceWait for that one to end;
+// then, if it has not, nc is refused and closed.
 func (h *HelperServer) attach(nc net.Conn) {
 	c := &helperConn{nc: nc, pending: map[string]chan helperResult{}}
+	var timeout <-chan time.Time
 	h.mu.Lock()
+	for h.conn != nil && !h.closed {
+		if timeout == nil {
+			t := time.NewTimer(h.replaceWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		current, changed := h.conn.nc.RemoteAddr(), h.changed
+		h.mu.Unlock()
+		select {
+		case <-changed:
+		case <-timeout:
+			h.log.Warn("second private-API helper connection refused: the connected helper's connection is still open",
+				"remote", nc.RemoteAddr(), "connected", current)
+			nc.Close()
+			return
+		}
+		h.mu.Lock()
+	}
 	if h.closed {
 		h.mu.Unlock()
 		nc.Close()
 		return
 	}
-	old := h.conn
 	h.setConnLocked(c)
 	h.wg.Add(1)
 	h.mu.Unlock()
-	if old != nil {
-		h.log.Info("a new private-API helper connection replaces the previous one", "remote", nc.RemoteAddr())
-		old.nc.Close()
-	} else {
-		h.log.Info("private-API helper connected", "remote", nc.RemoteAddr())
-	}
+	h.log.Info("private-API helper connected", "remote", nc.RemoteAddr())
 	go h.read(c)
 }
 

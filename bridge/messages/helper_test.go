@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,11 +25,22 @@ import (
 // synchronisation.
 const testGuard = 10 * time.Second
 
+// acceptAll is the peer check of the protocol's tests: the fake helpers
+// are this process, not Messages (TestHelperPeerCheck covers the check).
+var acceptAll = PeerCheckFunc(func(context.Context, net.Conn) error { return nil })
+
 // newTestHelper starts a server on a free loopback port, without the
-// spacing between frames (TestHelperSpacesFrames covers it).
+// spacing between frames (TestHelperSpacesFrames covers it), taking every
+// connection that comes.
 func newTestHelper(t *testing.T) *HelperServer {
 	t.Helper()
-	h, err := ListenHelper(t.Context(), 0, slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug})))
+	return newCheckedTestHelper(t, acceptAll, slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug})))
+}
+
+// newCheckedTestHelper is newTestHelper with the peer check check.
+func newCheckedTestHelper(t *testing.T, check PeerChecker, log *slog.Logger) *HelperServer {
+	t.Helper()
+	h, err := listenHelper(t.Context(), 0, log, check)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,6 +91,12 @@ func (p *helperPeer) send(v any) {
 		p.t.Fatal(err)
 	}
 	p.sendLine(string(b))
+}
+
+// tryLines writes lines in one write, which may fail: the server may
+// already have closed a connection it refuses.
+func (p *helperPeer) tryLines(lines ...string) {
+	io.WriteString(p.conn, strings.Join(lines, "\r\n")+"\r\n")
 }
 
 func (p *helperPeer) sendLine(line string) {
@@ -499,30 +517,97 @@ func TestHelperConnectedLifecycle(t *testing.T) {
 	}
 }
 
-func TestHelperNewConnectionReplacesOld(t *testing.T) {
-	h := newTestHelper(t)
-	old := connectPeer(t, h)
-	pending := async(func() (string, error) { return h.SendMessage(t.Context(), "iMessage;-;x", "lost", "") })
-	old.frame() // received, never answered
+// syncBuffer collects a logger's output from the server's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
 
-	changes := 0
-	_, changed := h.connState()
-	p := connectPeer(t, h)
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+var helperPing = map[string]any{"event": "ping", "message": "Helper Connected!", "process": "com.apple.MobileSMS"}
+
+// noEvent fails if an event is waiting.
+func noEvent(t *testing.T, h *HelperServer) {
+	t.Helper()
 	select {
-	case <-changed:
-		changes++
+	case ev := <-h.Events():
+		t.Errorf("event %q from a connection that was refused", ev.Name)
 	default:
 	}
-	if changes != 1 || !h.Connected() {
-		t.Fatalf("after replacement: %d changes, connected %v", changes, h.Connected())
+}
+
+// A second connection that passes the peer check, while the helper's is
+// connected and open, is refused: the connected helper keeps its place and
+// its requests.
+func TestHelperSecondConnectionRefused(t *testing.T) {
+	var logs syncBuffer
+	h := newCheckedTestHelper(t, acceptAll, slog.New(slog.NewTextHandler(&logs, nil)))
+	h.mu.Lock()
+	h.replaceWait = 0
+	h.mu.Unlock()
+	first := connectPeer(t, h)
+	pending := async(func() (string, error) { return h.SendMessage(t.Context(), "iMessage;-;x", "kept", "") })
+	f := first.frame()
+	_, changed := h.connState()
+
+	second := dialPeer(t, h)
+	second.tryLines(`{"event":"ping","message":"Helper Connected!"}`)
+	second.expectClosed()
+	select {
+	case <-changed:
+		t.Error("the second connection changed the connected helper")
+	default:
 	}
-	old.expectClosed()
-	if r := result(t, pending); !errors.Is(r.err, ErrHelperDisconnected) {
-		t.Errorf("request on the replaced connection: (%q, %v), want ErrHelperDisconnected", r.id, r.err)
+	first.answer(f, map[string]any{"identifier": "k"})
+	if r := result(t, pending); r.err != nil || r.id != "k" {
+		t.Errorf("request on the first connection: (%q, %v)", r.id, r.err)
 	}
-	if !h.Connected() {
-		t.Error("the old connection's end disconnected the new one")
+	noEvent(t, h)
+	if got := logs.String(); !strings.Contains(got, "second private-API helper connection refused") {
+		t.Errorf("no warning of the refusal in the log:\n%s", got)
 	}
+}
+
+// The helper's new connection may arrive before the end of its old one is
+// read (Messages relaunched): it waits for it, then takes its place.
+func TestHelperReconnectsAfterTheOldConnectionEnds(t *testing.T) {
+	checked := make(chan struct{}, 4)
+	h := newCheckedTestHelper(t, PeerCheckFunc(func(context.Context, net.Conn) error {
+		checked <- struct{}{}
+		return nil
+	}), nil)
+	h.writeMu.Lock()
+	h.writeGap = 0
+	h.writeMu.Unlock()
+	h.mu.Lock()
+	h.replaceWait = testGuard
+	h.mu.Unlock()
+	old := connectPeer(t, h)
+	<-checked
+
+	p := dialPeer(t, h)
+	p.send(helperPing)
+	select {
+	case <-checked:
+	case <-time.After(testGuard):
+		t.Fatal("the new connection was never checked")
+	}
+	old.conn.Close()
+	if ev := nextEvent(t, h); ev.Name != "ping" {
+		t.Fatalf("event %q, want the new connection's ping", ev.Name)
+	}
+	waitConnected(t, h, true)
 	res := async(func() (string, error) { return h.SendMessage(t.Context(), "iMessage;-;x", "new", "") })
 	f := p.frame()
 	if f["data"].(map[string]any)["message"] != "new" {
@@ -531,6 +616,150 @@ func TestHelperNewConnectionReplacesOld(t *testing.T) {
 	p.answer(f, map[string]any{"identifier": "n"})
 	if r := result(t, res); r.err != nil || r.id != "n" {
 		t.Errorf("request on the new connection: (%q, %v)", r.id, r.err)
+	}
+}
+
+// fakeLsof plays lsof for messagesPeer: the other end of a connection to
+// server is held by process pid of uid, running program. Our own end is
+// listed too, as lsof does.
+type fakeLsof struct {
+	t   *testing.T
+	pid int
+	lsofAnswers
+	mu     sync.Mutex
+	server string // the helper server's address, set once it listens
+}
+
+// lsofAnswers is what fakeLsof says.
+type lsofAnswers struct {
+	uid           int
+	program       string
+	failProgram   bool // the second question fails
+	onlyOurOwnEnd bool // the other end is not found
+}
+
+func (f *fakeLsof) setServer(addr net.Addr) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.server = addr.String()
+}
+
+func (f *fakeLsof) run(_ context.Context, args ...string) ([]byte, error) {
+	f.mu.Lock()
+	server := f.server
+	f.mu.Unlock()
+	for _, a := range args {
+		if peer, ok := strings.CutPrefix(a, "-iTCP@"); ok {
+			var out strings.Builder
+			if !f.onlyOurOwnEnd {
+				fmt.Fprintf(&out, "p%d\nu%d\nf7\nn%s->%s\n", f.pid, f.uid, peer, server)
+			}
+			fmt.Fprintf(&out, "p%d\nu%d\nf9\nn%s->%s\n", os.Getpid(), os.Getuid(), server, peer)
+			return []byte(out.String()), nil
+		}
+	}
+	if strings.Join(args, " ") == "-nP -w -a -p "+strconv.Itoa(f.pid)+" -d txt -Fn" {
+		if f.failProgram {
+			return nil, errors.New("lsof: exit status 2")
+		}
+		return []byte(fmt.Sprintf("p%d\nftxt\nn%s\nftxt\nn/usr/lib/dyld\n", f.pid, f.program)), nil
+	}
+	f.t.Errorf("unexpected lsof %q", args)
+	return nil, nil
+}
+
+// The Mac's peer check, with lsof played by fakeLsof: only Messages of the
+// daemon's user gets in; a fake helper from any other process is closed
+// unread and logged, without what it sent.
+func TestHelperPeerCheck(t *testing.T) {
+	uid := os.Getuid()
+	for _, tt := range []struct {
+		name string
+		lsof lsofAnswers
+		want string // in the log; "" when accepted
+	}{
+		{"Messages", lsofAnswers{uid: uid, program: messagesExecutables[0]}, ""},
+		{"Messages before Catalina", lsofAnswers{uid: uid, program: messagesExecutables[1]}, ""},
+		{"another program", lsofAnswers{uid: uid, program: "/usr/bin/python3"}, `process 4242 (\"/usr/bin/python3\") is not Messages`},
+		{"a copy of Messages", lsofAnswers{uid: uid, program: "/tmp/Messages.app/Contents/MacOS/Messages"}, "is not Messages"},
+		{"Messages of another user", lsofAnswers{uid: uid + 1, program: messagesExecutables[0]}, fmt.Sprintf("runs as uid %d, not as uid %d", uid+1, uid)},
+		{"a process lsof cannot see", lsofAnswers{uid: uid, onlyOurOwnEnd: true}, "no process of uid"},
+		{"lsof failing", lsofAnswers{uid: uid, program: messagesExecutables[0], failProgram: true}, "lsof: exit status 2"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs syncBuffer
+			lsof := &fakeLsof{t: t, pid: 4242, lsofAnswers: tt.lsof}
+			h := newCheckedTestHelper(t, messagesPeer{uid: uid, lsof: lsof.run}, slog.New(slog.NewTextHandler(&logs, nil)))
+			lsof.setServer(h.Addr())
+			p := dialPeer(t, h)
+			p.tryLines(`{"event":"ping","message":"Helper Connected!"}`, `{"event":"secret","token":"sk_live_do_not_log"}`)
+			if tt.want == "" {
+				if ev := nextEvent(t, h); ev.Name != "ping" {
+					t.Fatalf("event %q, want ping", ev.Name)
+				}
+				waitConnected(t, h, true)
+				return
+			}
+			p.expectClosed()
+			noEvent(t, h)
+			if h.Connected() {
+				t.Error("connected")
+			}
+			got := logs.String()
+			if !strings.Contains(got, "private-API helper connection refused") || !strings.Contains(got, tt.want) {
+				t.Errorf("log lacks the refusal and %q:\n%s", tt.want, got)
+			}
+			if strings.Contains(got, "sk_live") {
+				t.Errorf("the log shows what the refused connection sent:\n%s", got)
+			}
+		})
+	}
+}
+
+// A connection that fails the check while the helper is connected changes
+// nothing for the helper.
+func TestHelperImpostorLeavesTheHelperAlone(t *testing.T) {
+	var n sync.Mutex
+	calls := 0
+	h := newCheckedTestHelper(t, PeerCheckFunc(func(context.Context, net.Conn) error {
+		n.Lock()
+		defer n.Unlock()
+		calls++
+		if calls > 1 {
+			return errors.New("not Messages")
+		}
+		return nil
+	}), nil)
+	h.writeMu.Lock()
+	h.writeGap = 0
+	h.writeMu.Unlock()
+	helper := connectPeer(t, h)
+	_, changed := h.connState()
+	impostor := dialPeer(t, h)
+	impostor.tryLines(`{"event":"ping","message":"Helper Connected!"}`)
+	impostor.expectClosed()
+	select {
+	case <-changed:
+		t.Error("the impostor changed the connected helper")
+	default:
+	}
+	res := async(func() (string, error) { return h.Request(t.Context(), "ping", nil) })
+	helper.answer(helper.frame(), map[string]any{"identifier": "still mine"})
+	if r := result(t, res); r.err != nil || r.id != "still mine" {
+		t.Errorf("request after the impostor: (%q, %v)", r.id, r.err)
+	}
+}
+
+func TestParseLsof(t *testing.T) {
+	out := "p501\ncMessages\nu501\nf12\nn127.0.0.1:50001->127.0.0.1:45670\nf13\nn*:5000\np77\nu0\nfcwd\nn/\n\npbad\n"
+	got := parseLsof([]byte(out))
+	want := []lsofProcess{
+		{PID: 501, UID: 501, Names: []string{"127.0.0.1:50001->127.0.0.1:45670", "*:5000"}},
+		{PID: 77, UID: 0, Names: []string{"/"}},
+		{PID: -1, UID: -1},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("parseLsof = %+v\nwant %+v", got, want)
 	}
 }
 
@@ -699,7 +928,7 @@ func TestHelperClose(t *testing.T) {
 
 func TestHelperOutlivesItsListenContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
-	h, err := ListenHelper(ctx, 0, nil)
+	h, err := listenHelper(ctx, 0, nil, acceptAll)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,478 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The admin socket is how the CLI reaches the running daemon: bbolt locks
+// the database file, so no command may open it behind the daemon. It is a
+// Unix socket with mode 0600, with no network exposure, and each end checks
+// the other before trusting it:
+//
+//   - The daemon listens only in a folder that is its own. That is the data
+//     folder (which must belong to the daemon's user and not be writable by
+//     its group or others) or, when the data folder's path is too long for a
+//     socket, a folder it creates itself under the temporary directory,
+//     named after the data folder so that the CLI finds the same one. That
+//     folder must be a real folder (not a symbolic link) of the daemon's
+//     user with mode 0700: one left by another user, or with a wider mode,
+//     stops the start. Under systemd's PrivateTmp the temporary directory is
+//     invisible to the CLI, so there the daemon refuses to move the socket
+//     at all.
+//   - The CLI sends nothing before it has checked that the socket and its
+//     folder belong to a user it trusts (see trustedUIDs) and are not
+//     writable by others, then, after connecting, that the process
+//     answering runs as such a user (SO_PEERCRED on Linux, LOCAL_PEERCRED
+//     on macOS).
+
+// maxSocketPath keeps under macOS's 104-byte sun_path (Linux allows 108).
+const maxSocketPath = 100
+
+// ErrUntrustedSocket is the CLI refusing an admin socket that may not be
+// the daemon's: nothing was sent to it.
+var ErrUntrustedSocket = errors.New("refusing the admin socket")
+
+// AdminSocketPath is where the daemon with data folder dir listens. When the
+// folder's path is too long for a socket, it moves to a private folder under
+// the system's temporary directory, named after the data folder so that the
+// CLI finds the same one.
+func AdminSocketPath(dir string) string {
+	path, _ := adminSocket(dir)
+	return path
+}
+
+// adminSocket is AdminSocketPath, and whether it is the fallback folder
+// under the temporary directory rather than the data folder.
+func adminSocket(dir string) (path string, fallback bool) {
+	p := filepath.Join(dir, "admin.sock")
+	if len(p) <= maxSocketPath {
+		return p, false
+	}
+	sum := sha256.Sum256([]byte(dir))
+	return filepath.Join(os.TempDir(), "blueline-"+hex.EncodeToString(sum[:8]), "admin.sock"), true
+}
+
+// ListenAdmin opens the admin socket for the data folder dir, after checking
+// that the folder it goes in is the daemon's own. A socket file left by a
+// daemon that died is replaced; one a live daemon answers on is not.
+func ListenAdmin(dir string) (net.Listener, error) {
+	return listenAdmin(dir, tempDirIsPrivate)
+}
+
+// listenAdmin is ListenAdmin; private tells whether a folder is hidden from
+// other processes (systemd's PrivateTmp).
+func listenAdmin(dir string, private func(dir string) bool) (net.Listener, error) {
+	path, fallback := adminSocket(dir)
+	if fallback {
+		if err := makeSocketFolder(dir, filepath.Dir(path), private); err != nil {
+			return nil, err
+		}
+	} else if err := checkDataFolder(dir); err != nil {
+		return nil, err
+	}
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("another daemon is already serving %s", path)
+	}
+	os.Remove(path)
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("admin socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("admin socket: %w", err)
+	}
+	return l, nil
+}
+
+// checkDataFolder checks the data folder before the admin socket goes in
+// it: it must belong to the daemon's user, and nobody else may write in it
+// (who could put a socket of their own in the daemon's place). Its owner may
+// let its group read it (the .deb makes it 0750), and it may be a symbolic
+// link: the folder it leads to is checked.
+func checkDataFolder(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("admin socket: %w", err)
+	}
+	refuse := func(format string, args ...any) error {
+		return fmt.Errorf("refusing to start: the data folder %s, which holds the admin socket, %s", dir, fmt.Sprintf(format, args...))
+	}
+	euid := os.Geteuid()
+	switch {
+	case !fi.IsDir():
+		return refuse("is not a folder")
+	case fileOwner(fi) != euid:
+		return refuse("belongs to %s, not to %s, who runs the daemon: run the daemon as its owner, or give it the folder (chown -R)",
+			describeUID(fileOwner(fi)), describeUID(euid))
+	case fi.Mode().Perm()&0o022 != 0:
+		return refuse("is writable by its group or others (mode %04o), who could put a socket of their own in its place: chmod go-w %s",
+			fi.Mode().Perm(), dir)
+	}
+	return nil
+}
+
+// makeSocketFolder creates the fallback folder of the admin socket under the
+// temporary directory, or takes the one a previous run left, after checking
+// that it is the daemon's own: a folder of this name may have been made by
+// anyone beforehand, to catch what the CLI sends.
+func makeSocketFolder(dir, folder string, private func(string) bool) error {
+	if tmp := filepath.Dir(folder); private(tmp) {
+		return fmt.Errorf("refusing to start: the data folder's path %s is too long for a Unix socket (at most %d bytes with /admin.sock), "+
+			"and %s, where the admin socket would go instead, is private to this service (systemd's PrivateTmp): the admin commands could not reach it. "+
+			"Give the data folder a shorter path", dir, maxSocketPath, tmp)
+	}
+	err := os.Mkdir(folder, 0o700)
+	switch {
+	case err == nil:
+		// Ours: set the mode whatever the umask left.
+		if err := os.Chmod(folder, 0o700); err != nil {
+			return fmt.Errorf("admin socket folder: %w", err)
+		}
+	case !errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("admin socket folder: %w", err)
+	}
+	fi, err := os.Lstat(folder)
+	if err != nil {
+		return fmt.Errorf("admin socket folder: %w", err)
+	}
+	refuse := func(format string, args ...any) error {
+		return fmt.Errorf("refusing to start: the admin socket's folder %s %s; it may have been put there to intercept the admin commands. "+
+			"Have it removed (rm -r %s, as its owner or root), or give the data folder a shorter path, so that the socket stays in it",
+			folder, fmt.Sprintf(format, args...), folder)
+	}
+	euid := os.Geteuid()
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return refuse("is a symbolic link")
+	case !fi.IsDir():
+		return refuse("is not a folder")
+	case fileOwner(fi) != euid:
+		return refuse("belongs to %s, not to %s, who runs the daemon", describeUID(fileOwner(fi)), describeUID(euid))
+	case fi.Mode().Perm() != 0o700:
+		return refuse("has mode %04o, not 0700", fi.Mode().Perm())
+	}
+	return nil
+}
+
+// tempDirIsPrivate reports whether dir is on a mount systemd made private to
+// this service, from /proc/self/mountinfo (false where there is none).
+func tempDirIsPrivate(dir string) bool {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if resolved, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = resolved
+	}
+	return privateMount(f, dir)
+}
+
+// privateMount reports whether dir lies on a mount that systemd made private
+// to a service: PrivateTmp=yes bind-mounts
+// /tmp/systemd-private-<boot>-<unit>-<random>/tmp over /tmp (and likewise
+// /var/tmp), and that source shows as the mount's root in mountinfo. Of the
+// mounts that hold dir, the deepest, and of those the last listed (the one on
+// top), is the one that counts.
+func privateMount(mountinfo io.Reader, dir string) bool {
+	best, private := -1, false
+	sc := bufio.NewScanner(mountinfo)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 5 {
+			continue
+		}
+		root, point := unescapeMount(f[3]), unescapeMount(f[4])
+		if point != "/" && dir != point && !strings.HasPrefix(dir, point+"/") {
+			continue
+		}
+		if len(point) >= best {
+			best, private = len(point), strings.Contains(root, "/systemd-private-")
+		}
+	}
+	return private
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// trustedUIDs are the users the CLI accepts as the daemon's, for the socket,
+// its folder and the process answering: the CLI's own user and root; and,
+// when the CLI runs as root (`sudo blueline keys create` with the daemon
+// running as the `blueline` account), the owner of the data folder, provided
+// that only root could have given it that owner: its parent folder belongs
+// to root and is not writable by group or others (/var/lib/blueline, made by
+// the .deb or `blueline install`). A data folder under /tmp or someone's home
+// does not qualify: run the CLI as the daemon's user there.
+func trustedUIDs(dataDir string) []int {
+	uids := []int{os.Geteuid()}
+	if uids[0] != 0 {
+		return append(uids, 0)
+	}
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return uids
+	}
+	if resolved, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = resolved
+	}
+	fi, err := os.Stat(abs)
+	if err != nil || !fi.IsDir() {
+		return uids
+	}
+	parent, err := os.Stat(filepath.Dir(abs))
+	if err != nil || fileOwner(parent) != 0 || parent.Mode().Perm()&0o022 != 0 {
+		return uids
+	}
+	if owner := fileOwner(fi); owner != 0 {
+		uids = append(uids, owner)
+	}
+	return uids
+}
+
+// checkAdminSocket checks, before the CLI connects, that the socket at path
+// and its folder belong to a trusted user and that nobody else may write to
+// them. What is missing or cannot be looked at is left to the connection,
+// which then fails (the daemon is not running, or not for this user).
+func checkAdminSocket(path string, fallback bool, trusted []int) error {
+	folder := filepath.Dir(path)
+	stat := os.Stat // the data folder may be a symbolic link
+	if fallback {
+		stat = os.Lstat
+	}
+	fi, err := stat(folder)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w %s: %w", ErrUntrustedSocket, path, err)
+	}
+	refuse := func(format string, args ...any) error {
+		return fmt.Errorf("%w %s: %s; nothing was sent to it", ErrUntrustedSocket, path, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return refuse("its folder %s is a symbolic link", folder)
+	case !fi.IsDir():
+		return refuse("%s is not a folder", folder)
+	case !slices.Contains(trusted, fileOwner(fi)):
+		return refuse("its folder %s belongs to %s, while the CLI trusts only %s as the daemon's user", folder, describeUID(fileOwner(fi)), describeUIDs(trusted))
+	case fallback && fi.Mode().Perm()&0o077 != 0:
+		return refuse("its folder %s has mode %04o, not 0700", folder, fi.Mode().Perm())
+	case fi.Mode().Perm()&0o022 != 0:
+		return refuse("its folder %s is writable by its group or others (mode %04o)", folder, fi.Mode().Perm())
+	}
+	fi, err = os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w %s: %w", ErrUntrustedSocket, path, err)
+	}
+	switch {
+	case fi.Mode().Type() != fs.ModeSocket:
+		return refuse("it is not a socket")
+	case !slices.Contains(trusted, fileOwner(fi)):
+		return refuse("it belongs to %s, while the CLI trusts only %s as the daemon's user", describeUID(fileOwner(fi)), describeUIDs(trusted))
+	case fi.Mode().Perm()&0o022 != 0:
+		return refuse("it is writable by its group or others (mode %04o)", fi.Mode().Perm())
+	}
+	return nil
+}
+
+// dialAdmin connects to the admin socket once it and the process answering
+// on it are found to be the daemon's.
+func dialAdmin(ctx context.Context, path string, fallback bool, trusted []int) (net.Conn, error) {
+	if err := checkAdminSocket(path, fallback, trusted); err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, err
+	}
+	uid, err := peerUID(c)
+	switch {
+	case errors.Is(err, errNoPeerCredentials):
+		// Only the socket file's owner was checked, above.
+	case err != nil:
+		c.Close()
+		return nil, fmt.Errorf("%w %s: the credentials of the process answering: %w", ErrUntrustedSocket, path, err)
+	case !slices.Contains(trusted, uid):
+		c.Close()
+		return nil, fmt.Errorf("%w %s: the process answering on it runs as %s, while the CLI trusts only %s as the daemon's user; nothing was sent to it",
+			ErrUntrustedSocket, path, describeUID(uid), describeUIDs(trusted))
+	}
+	return c, nil
+}
+
+// errNoPeerCredentials is a system that does not tell who is at the other
+// end of a Unix socket.
+var errNoPeerCredentials = errors.New("peer credentials not available on this system")
+
+// fileOwner is the uid that owns a file (-1 if the system does not say).
+func fileOwner(fi fs.FileInfo) int {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(st.Uid)
+	}
+	return -1
+}
+
+// describeUID names a uid for a message: "uid 999 (blueline)".
+func describeUID(uid int) string {
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		return fmt.Sprintf("uid %d (%s)", uid, u.Username)
+	}
+	return "uid " + strconv.Itoa(uid)
+}
+
+func describeUIDs(uids []int) string {
+	names := make([]string, len(uids))
+	for i, uid := range uids {
+		names[i] = describeUID(uid)
+	}
+	return strings.Join(names, " or ")
+}
+
+// AdminClient talks to a running daemon over its admin socket.
+type AdminClient struct {
+	socket string
+	http   *http.Client
+}
+
+// ErrDaemonNotRunning is returned when nothing answers on the admin socket.
+var ErrDaemonNotRunning = errors.New("the daemon is not running")
+
+// NewAdminClient returns a client for the daemon with data folder dir. It
+// sends nothing to a socket that is not the daemon's (ErrUntrustedSocket).
+func NewAdminClient(dir string) *AdminClient {
+	return newAdminClient(dir, trustedUIDs)
+}
+
+// newAdminClient is NewAdminClient; trust names the users accepted as the
+// daemon's.
+func newAdminClient(dir string, trust func(dataDir string) []int) *AdminClient {
+	socket, fallback := adminSocket(dir)
+	return &AdminClient{socket: socket, http: &http.Client{
+		Timeout: 30 * time.Second,
+		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return dialAdmin(ctx, socket, fallback, trust(dir))
+		}},
+	}}
+}
+
+// Do sends a request and decodes a successful answer into out. An answer in
+// the error shape comes back as *Error.
+func (c *AdminClient) Do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		data, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://blueline"+path, body)
+	if err != nil {
+		return err
+	}
+	resp, err := c.send(c.http, req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode >= 300 {
+		return answerError(resp, data)
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(data, out)
+}
+
+// send makes a request, reporting a socket nobody answers on as
+// ErrDaemonNotRunning, and a socket refused as the refusal alone.
+func (c *AdminClient) send(client *http.Client, req *http.Request) (*http.Response, error) {
+	resp, err := client.Do(req)
+	if err != nil {
+		var urlErr *url.Error
+		if errors.Is(err, ErrUntrustedSocket) && errors.As(err, &urlErr) {
+			return nil, urlErr.Err
+		}
+		var opErr *net.OpError
+		if errors.As(err, &opErr) && opErr.Op == "dial" {
+			return nil, fmt.Errorf("%w (no answer on %s): start it with `blueline serve`", ErrDaemonNotRunning, c.socket)
+		}
+		return nil, err
+	}
+	return resp, nil
+}
+
+// answerError is the error an answer in the error shape (data) stands for.
+func answerError(resp *http.Response, data []byte) error {
+	var eb errorBody
+	if json.Unmarshal(data, &eb) != nil || eb.Error.Code == "" {
+		return fmt.Errorf("daemon answered %s", resp.Status)
+	}
+	return &Error{Status: resp.StatusCode, Type: eb.Error.Type, Code: eb.Error.Code, Message: eb.Error.Message, Param: eb.Error.Param}
+}
+
+// onUnixSocket runs f on the file descriptor of a Unix socket connection,
+// for the system calls that read its peer's credentials.
+func onUnixSocket(c net.Conn, f func(fd int) error) error {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return fmt.Errorf("not a Unix socket connection: %T", c)
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := raw.Control(func(fd uintptr) { ferr = f(int(fd)) }); err != nil {
+		return err
+	}
+	return ferr
+}

@@ -1,0 +1,9 @@
+//go:build !linux && !darwin
+
+package server
+
+import "net"
+
+// peerUID: this system's peer credentials are not read; the CLI relies on
+// the socket file's owner alone.
+func peerUID(net.Conn) (int, error) { return -1, errNoPeerCredentials }

@@ -1,0 +1,486 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/blueline-app/blueline/server"
+)
+
+// limitedServer is a real http.Server set up as the daemon's API is: a
+// LimitListener of maxConns, ConnContext, MaxHeaderBytes and
+// BodyIdleTimeout around h. With tlsOn it serves HTTPS with HTTP/2.
+func limitedServer(t *testing.T, h http.Handler, maxConns int, idle time.Duration, tlsOn bool) *httptest.Server {
+	t.Helper()
+	ts := httptest.NewUnstartedServer(server.BodyIdleTimeout(h, idle, slog.New(slog.NewTextHandler(io.Discard, nil))))
+	ts.Listener = server.LimitListener(ts.Listener, maxConns)
+	ts.Config.ConnContext = server.ConnContext
+	ts.Config.MaxHeaderBytes = server.MaxHeaderBytes
+	ts.Config.ReadHeaderTimeout = 10 * time.Second
+	if tlsOn {
+		ts.EnableHTTP2 = true
+		ts.StartTLS()
+	} else {
+		ts.Start()
+	}
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// counting answers with the number of body bytes it read, or 400 when
+// reading failed (BodyIdleTimeout must replace that with its 408).
+func counting() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, err := io.Copy(io.Discard, r.Body)
+		if err != nil {
+			http.Error(w, "read failed: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		fmt.Fprint(w, n)
+	})
+}
+
+func dial(t *testing.T, ts *httptest.Server) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// roundTrip writes a raw request and reads its response.
+func roundTrip(t *testing.T, c net.Conn, br *bufio.Reader, raw string) (*http.Response, string) {
+	t.Helper()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, raw); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(body)
+}
+
+// headOfSize is a GET request whose head (request line, fields, blank
+// line) is exactly n bytes.
+func headOfSize(n int) string {
+	const start, end = "GET / HTTP/1.1\r\nHost: x\r\nX-Pad: ", "\r\n\r\n"
+	return start + strings.Repeat("a", n-len(start)-len(end)) + end
+}
+
+// The head limit is exactly HeaderLimit (64 KiB): net/http's 4096 bytes of
+// slack are taken off MaxHeaderBytes. If net/http changes its slack, this
+// fails.
+func TestHeaderLimitExact(t *testing.T) {
+	ts := limitedServer(t, counting(), 8, time.Second, false)
+	for _, c := range []struct {
+		size int
+		want int
+	}{
+		{server.HeaderLimit - 1000, 200},
+		{server.HeaderLimit, 200},
+		{server.HeaderLimit + 1, 431},
+		{server.HeaderLimit + 4096, 431},
+	} {
+		conn := dial(t, ts)
+		resp, body := roundTrip(t, conn, bufio.NewReader(conn), headOfSize(c.size))
+		if resp.StatusCode != c.want {
+			t.Errorf("head of %d bytes: %d %q, want %d", c.size, resp.StatusCode, body, c.want)
+		}
+	}
+}
+
+// With a cap of 2, a third connection is not served until one of the two
+// closes; then it is.
+func TestLimitListenerHoldsConnectionsOverTheCap(t *testing.T) {
+	var accepted atomic.Int32
+	ts := httptest.NewUnstartedServer(counting())
+	ts.Listener = server.LimitListener(ts.Listener, 2)
+	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			accepted.Add(1)
+		}
+	}
+	ts.Start()
+	t.Cleanup(ts.Close)
+	const get = "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+
+	a, b := dial(t, ts), dial(t, ts)
+	ra, rb := bufio.NewReader(a), bufio.NewReader(b)
+	for _, c := range []struct {
+		conn net.Conn
+		br   *bufio.Reader
+	}{{a, ra}, {b, rb}} {
+		if resp, _ := roundTrip(t, c.conn, c.br, get); resp.StatusCode != 200 {
+			t.Fatalf("one of the first two connections: %d", resp.StatusCode)
+		}
+	}
+
+	third := dial(t, ts)
+	if _, err := io.WriteString(third, get); err != nil {
+		t.Fatal(err)
+	}
+	answered := make(chan int, 1)
+	go func() {
+		third.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(third), nil)
+		if err != nil {
+			answered <- 0
+			return
+		}
+		answered <- resp.StatusCode
+	}()
+	// Give the server time to take the third, if it would: more requests
+	// on the first connection, answered one after the other.
+	for range 5 {
+		if resp, _ := roundTrip(t, a, ra, get); resp.StatusCode != 200 {
+			t.Fatalf("first connection, again: %d", resp.StatusCode)
+		}
+	}
+	select {
+	case code := <-answered:
+		t.Fatalf("the third connection was answered (%d) with two open and a cap of 2", code)
+	default:
+	}
+	if n := accepted.Load(); n != 2 {
+		t.Fatalf("%d connections accepted, want 2", n)
+	}
+
+	b.Close()
+	select {
+	case code := <-answered:
+		if code != 200 {
+			t.Fatalf("third connection after one closed: %d", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the third connection was not served after one of the two closed")
+	}
+	if n := accepted.Load(); n != 3 {
+		t.Errorf("%d connections accepted, want 3", n)
+	}
+}
+
+// Close ends an Accept waiting for a slot; the connections keep what
+// net/http looks for on a TCP connection (sendfile, half-close).
+func TestLimitListenerCloseAndMethods(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := server.LimitListener(inner, 1)
+	c1, err := net.Dial("tcp", inner.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c1.Close()
+	s1, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s1.Close()
+	if _, ok := s1.(io.ReaderFrom); !ok {
+		t.Error("connection lost ReadFrom (sendfile)")
+	}
+	if _, ok := s1.(interface{ CloseWrite() error }); !ok {
+		t.Error("connection lost CloseWrite")
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if c != nil {
+			c.Close()
+		}
+		done <- err
+	}()
+	ln.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Errorf("Accept after Close: %v, want net.ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Accept still waiting after Close")
+	}
+}
+
+// A body that stops arriving is cut off after the idle interval with a 408
+// in the API's shape and the connection closed; one that keeps moving is
+// read to its end however long it takes, in a declared length or as
+// chunks, one large chunk trickling in included.
+func TestBodyIdleTimeout(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	ts := limitedServer(t, counting(), 8, idle, false)
+
+	t.Run("stalled", func(t *testing.T) {
+		conn := dial(t, ts)
+		start := time.Now()
+		resp, body := roundTrip(t, conn, bufio.NewReader(conn),
+			"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n"+strings.Repeat("s", 100))
+		took := time.Since(start)
+		checkTimeout(t, resp, body)
+		if took < idle {
+			t.Errorf("cut off after %s, before the idle interval %s", took, idle)
+		}
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if n, err := conn.Read(make([]byte, 1)); err != io.EOF {
+			t.Errorf("connection after the 408: read %d, %v; want it closed (EOF)", n, err)
+		}
+	})
+
+	t.Run("stalled chunked", func(t *testing.T) {
+		conn := dial(t, ts)
+		resp, body := roundTrip(t, conn, bufio.NewReader(conn),
+			"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n0123456789abcdef\r\n")
+		checkTimeout(t, resp, body)
+	})
+
+	slow := []struct {
+		name, head, tail string
+		piece            func(i int) string
+	}{
+		{"declared length", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 200\r\n\r\n", "",
+			func(int) string { return "0123456789" }},
+		{"a chunk each time", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", "0\r\n\r\n",
+			func(int) string { return "a\r\n0123456789\r\n" }},
+		// One chunk of 200 bytes arriving 10 at a time: a single Read of
+		// the body waits for the whole chunk, so only a deadline moved by
+		// each read from the socket keeps it alive.
+		{"one trickling chunk", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nc8\r\n", "\r\n0\r\n\r\n",
+			func(int) string { return "0123456789" }},
+	}
+	for _, s := range slow {
+		t.Run("slow "+s.name, func(t *testing.T) {
+			t.Parallel()
+			conn := dial(t, ts)
+			conn.SetDeadline(time.Now().Add(30 * time.Second))
+			io.WriteString(conn, s.head)
+			tick := time.NewTicker(100 * time.Millisecond)
+			defer tick.Stop()
+			start := time.Now()
+			for i := range 20 { // 2 s in all, over six idle intervals
+				<-tick.C
+				if _, err := io.WriteString(conn, s.piece(i)); err != nil {
+					t.Fatalf("piece %d, %s in: %v", i, time.Since(start), err)
+				}
+			}
+			resp, body := roundTrip(t, conn, bufio.NewReader(conn), s.tail)
+			if resp.StatusCode != 200 || body != "200" {
+				t.Fatalf("slow body of 200 bytes over %s: %d %q", time.Since(start), resp.StatusCode, body)
+			}
+		})
+	}
+}
+
+// The deadline ends with the body: a handler that works on for several
+// idle intervals after reading its body keeps its context and answers, a
+// handler that leaves the body unread answers too, and the connection
+// serves the next request.
+func TestBodyIdleTimeoutEndsWithTheBody(t *testing.T) {
+	const idle = 200 * time.Millisecond
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/unread" {
+			http.Error(w, "refused", http.StatusUnauthorized)
+			return
+		}
+		n, err := io.Copy(io.Discard, r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			http.Error(w, "cancelled", http.StatusInternalServerError)
+		case <-time.After(3 * idle):
+			fmt.Fprint(w, n)
+		}
+	})
+	for _, tlsOn := range []bool{false, true} {
+		ts := limitedServer(t, h, 8, idle, tlsOn)
+		c, err := net.Dial("tcp", ts.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conn := c
+		if tlsOn { // HTTP/1.1 over TLS: the connection is found under tls.Conn
+			conn = tls.Client(c, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+		}
+		br := bufio.NewReader(conn)
+		for i, req := range []string{
+			"POST /work HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
+			"POST /unread HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
+			"POST /work HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+			"GET /work HTTP/1.1\r\nHost: x\r\n\r\n",
+		} {
+			resp, body := roundTrip(t, conn, br, req)
+			want := map[int]string{0: "5", 1: "refused\n", 2: "3", 3: "0"}[i]
+			if body != want || resp.Close {
+				t.Errorf("tls %v, request %d on one connection: %d %q (close %v), want %q", tlsOn, i, resp.StatusCode, body, resp.Close, want)
+			}
+		}
+	}
+}
+
+// Over HTTP/2 the stream's deadline is moved by each Read of the body.
+func TestBodyIdleTimeoutHTTP2(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	ts := limitedServer(t, counting(), 8, idle, true)
+	client := ts.Client()
+
+	post := func(t *testing.T, write func(w *io.PipeWriter)) (*http.Response, string) {
+		t.Helper()
+		pr, pw := io.Pipe()
+		go write(pw)
+		req, _ := http.NewRequest("POST", ts.URL, pr)
+		resp, err := client.Do(req)
+		pr.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.ProtoMajor != 2 {
+			t.Fatalf("served over %s, want HTTP/2", resp.Proto)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		return resp, string(body)
+	}
+
+	t.Run("stalled", func(t *testing.T) {
+		resp, body := post(t, func(w *io.PipeWriter) { w.Write([]byte(strings.Repeat("s", 100))) })
+		checkTimeout(t, resp, body)
+	})
+	t.Run("slow", func(t *testing.T) {
+		resp, body := post(t, func(w *io.PipeWriter) {
+			tick := time.NewTicker(100 * time.Millisecond)
+			defer tick.Stop()
+			for range 20 {
+				<-tick.C
+				if _, err := w.Write([]byte("0123456789")); err != nil {
+					return
+				}
+			}
+			w.Close()
+		})
+		if resp.StatusCode != 200 || body != "200" {
+			t.Fatalf("slow HTTP/2 body: %d %q", resp.StatusCode, body)
+		}
+	})
+}
+
+// checkTimeout asserts the 408 request_timeout answer in the API's shape,
+// with the connection closing.
+func checkTimeout(t *testing.T, resp *http.Response, body string) {
+	t.Helper()
+	var e struct {
+		Error struct{ Type, Code, Message string } `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &e); err != nil || resp.StatusCode != http.StatusRequestTimeout ||
+		e.Error.Code != "request_timeout" || e.Error.Type != "invalid_request_error" {
+		t.Fatalf("stalled body answered %d %q, want 408 request_timeout", resp.StatusCode, body)
+	}
+	if resp.ProtoMajor == 1 && !resp.Close {
+		t.Errorf("408 without Connection: close (%v)", resp.Header)
+	}
+	if !strings.Contains(e.Error.Message, "300ms") {
+		t.Errorf("message %q does not say the interval", e.Error.Message)
+	}
+}
+
+// With TLS on, LimitConnections caps the HTTP port (challenges and
+// redirects) as well as the HTTPS one, and the redirect server refuses
+// heads over 64 KiB too. Nothing is obtained here: the CA does not exist.
+func TestTLSLimitConnections(t *testing.T) {
+	gone, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone.Close() // nothing listens there
+	tl, err := server.ListenTLS(server.TLSOptions{
+		Domains: []string{"limits.blueline.test"}, CA: "https://" + gone.Addr().String() + "/dir",
+		HTTPListen: "127.0.0.1:0", HTTPSListen: "127.0.0.1:0", StorageDir: t.TempDir(),
+	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl.LimitConnections(1)
+	tl.Serve(&http.Server{Handler: counting(), MaxHeaderBytes: server.MaxHeaderBytes})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := tl.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	dialHTTP := func() (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("tcp", tl.HTTPAddr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c, bufio.NewReader(c)
+	}
+	// An unknown challenge token is answered 404 on a connection kept open.
+	const challenge = "GET /.well-known/acme-challenge/nothing HTTP/1.1\r\nHost: x\r\n\r\n"
+	a, ra := dialHTTP()
+	if resp, _ := roundTrip(t, a, ra, challenge); resp.StatusCode != 404 || resp.Close {
+		t.Fatalf("challenge: %d (close %v)", resp.StatusCode, resp.Close)
+	}
+
+	b, rb := dialHTTP()
+	io.WriteString(b, "GET /v1/lines HTTP/1.1\r\nHost: limits.blueline.test\r\n\r\n")
+	answered := make(chan int, 1)
+	go func() {
+		b.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(rb, nil)
+		if err != nil {
+			answered <- 0
+			return
+		}
+		answered <- resp.StatusCode
+	}()
+	for range 5 {
+		if resp, _ := roundTrip(t, a, ra, challenge); resp.StatusCode != 404 {
+			t.Fatalf("challenge again: %d", resp.StatusCode)
+		}
+	}
+	select {
+	case code := <-answered:
+		t.Fatalf("a second connection to the HTTP port was answered (%d) with a cap of 1", code)
+	default:
+	}
+	a.Close()
+	select {
+	case code := <-answered:
+		if code != http.StatusPermanentRedirect {
+			t.Fatalf("second connection, once the first closed: %d, want 308", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second connection was not served after the first closed")
+	}
+
+	c, rc := dialHTTP()
+	if resp, _ := roundTrip(t, c, rc, headOfSize(server.HeaderLimit+1)); resp.StatusCode != 431 {
+		t.Errorf("redirect server, head of 64 KiB + 1: %d, want 431", resp.StatusCode)
+	}
+}
