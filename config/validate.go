@@ -1,12 +1,10 @@
 package config
 
 import (
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -139,10 +137,8 @@ func (c *Config) checkTLS(k *checker) {
 		k.failf("tls.https_listen", "must differ from tls.http_listen, got %q for both", t.HTTPSListen)
 	}
 	if t.TrustedRoots != "" {
-		if pem, err := os.ReadFile(t.TrustedRoots); err != nil {
+		if _, err := loadCertPool(t.TrustedRoots); err != nil {
 			k.fail("tls.trusted_roots", err)
-		} else if !x509.NewCertPool().AppendCertsFromPEM(pem) {
-			k.failf("tls.trusted_roots", "%s holds no PEM certificate", t.TrustedRoots)
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/blueline-app/blueline/bridge"
+	"github.com/blueline-app/blueline/purge"
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -82,7 +83,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wg.Go(func() { w.purgeIdempotency(ctx) })
+	// Forget expired idempotency keys every hour.
+	wg.Go(func() { purge.Every(ctx, time.Hour, w.log, "idempotency keys", w.db.PurgeIdempotency) })
 
 	// At most capacity items are claimed and not yet done; each done item
 	// reports on finished, which has room for all of them.
@@ -360,22 +362,4 @@ func (w *Worker) backoff(attempt int) time.Duration {
 	d = min(d, w.opts.RetryMax)
 	half := d / 2
 	return half + rand.N(half+1)
-}
-
-// purgeIdempotency forgets expired idempotency keys every hour.
-func (w *Worker) purgeIdempotency(ctx context.Context) {
-	t := time.NewTicker(time.Hour)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if n, err := w.db.PurgeIdempotency(ctx); err != nil {
-				w.log.Error("purge idempotency keys", "err", err)
-			} else if n > 0 {
-				w.log.Debug("purged idempotency keys", "count", n)
-			}
-		}
-	}
 }

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blueline-app/blueline/mediatype"
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -133,9 +134,9 @@ func (s *Store) MaxUploadBytes() int64 { return s.max }
 // Save streams body into a new blob and stores its metadata. It fails with
 // ErrEmpty, ErrTooLarge or ErrIncomplete for a bad body, and on any failure
 // leaves nothing behind. name is sanitised; mimeType "" means
-// application/octet-stream, and anything else must pass ParseMediaType.
+// application/octet-stream, and anything else must pass mediatype.Parse.
 func (s *Store) Save(ctx context.Context, body io.Reader, name, mimeType string, scope storage.FileScope) (storage.File, error) {
-	mimeType, err := ParseMediaType(mimeType)
+	mimeType, err := mediatype.Parse(mimeType)
 	if err != nil {
 		return storage.File{}, err
 	}
@@ -218,7 +219,7 @@ func syncDir(dir string) error {
 
 // Import copies the local file at path into the store through Save, with the
 // same limits and atomicity. name "" means path's base name; mimeType ""
-// means the type TypeByName gives name.
+// means the type mediatype.ByName gives name.
 func (s *Store) Import(ctx context.Context, path, name, mimeType string, scope storage.FileScope) (storage.File, error) {
 	src, err := os.Open(path)
 	if err != nil {
@@ -226,7 +227,7 @@ func (s *Store) Import(ctx context.Context, path, name, mimeType string, scope s
 	}
 	defer src.Close()
 	name = cmp.Or(name, filepath.Base(path))
-	return s.Save(ctx, src, name, cmp.Or(mimeType, TypeByName(name)), scope)
+	return s.Save(ctx, src, name, cmp.Or(mimeType, mediatype.ByName(name)), scope)
 }
 
 // Serve answers a download of f, with Range, HEAD and conditional requests;

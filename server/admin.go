@@ -17,40 +17,15 @@ import (
 
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/bridge/sim"
-	"github.com/blueline-app/blueline/files"
 	"github.com/blueline-app/blueline/handle"
+	"github.com/blueline-app/blueline/mediatype"
 	"github.com/blueline-app/blueline/storage"
 )
 
 // AdminHandler serves the admin socket.
 func (s *Server) AdminHandler() http.Handler {
 	r := httprouter.New()
-	wrap := func(h apiHandler) httprouter.Handle {
-		return func(w http.ResponseWriter, req *http.Request, _ httprouter.Params) {
-			if err := h(w, req); err != nil {
-				writeError(w, req, s.log, err)
-			}
-		}
-	}
-	r.POST("/keys", wrap(s.adminCreateKey))
-	r.GET("/keys", wrap(s.adminListKeys))
-	r.POST("/keys/revoke", wrap(s.adminRevokeKey))
-	r.POST("/sim/inbound", wrap(s.adminSimInbound))
-	r.POST("/sim/reaction", wrap(s.adminSimReaction))
-	r.POST("/sim/typing", wrap(s.adminSimTyping))
-	r.POST("/sim/edit", wrap(s.adminSimEdit))
-	r.POST("/sim/unsend", wrap(s.adminSimUnsend))
-	r.POST("/sim/read", wrap(s.adminSimRead))
-	r.POST("/sim/group", wrap(s.adminSimGroup))
-	r.GET("/sandbox", wrap(s.adminSandbox))
-	r.POST("/sandbox", wrap(s.adminStartSandbox))
-	r.GET("/webhooks", wrap(s.adminWebhooks))
-	r.GET("/webhooks/attempts", wrap(s.adminAttempts))
-	r.POST("/webhooks/redeliver", wrap(s.adminRedeliver))
-	r.GET("/backup", s.adminBackup)
-	if s.opts.Metrics != nil {
-		r.Handler(http.MethodGet, "/metrics", s.opts.Metrics.Handler())
-	}
+	s.adminRoutes(r)
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		writeError(w, req, s.log, errNotFound("route_not_found", "", "No admin route %s %s.", req.Method, req.URL.Path))
 	})
@@ -262,7 +237,7 @@ func (s *Server) adminSimInbound(w http.ResponseWriter, r *http.Request) error {
 	case req.Attach != "":
 		in.Attachments = []bridge.File{{Path: req.Attach}}
 	case req.Audio != "":
-		if !files.IsAudio(files.TypeByName(req.Audio)) {
+		if !mediatype.IsAudio(mediatype.ByName(req.Audio)) {
 			return errInvalid("audio", "--audio needs an audio file (.m4a, .caf, .mp3, .wav, .aac, .amr), got %s.", filepath.Base(req.Audio))
 		}
 		in.Attachments = []bridge.File{{Path: req.Audio, Transcription: req.Transcription}}

@@ -13,6 +13,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/blueline-app/blueline/files"
+	"github.com/blueline-app/blueline/mediatype"
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -32,7 +33,7 @@ func (s *Server) toAPIFile(f storage.File, requestID string) apiFile {
 
 // uploadFile streams a raw request body into the file store.
 func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) error {
-	mimeType, err := files.ParseMediaType(r.Header.Get("Content-Type"))
+	mimeType, err := mediatype.Parse(r.Header.Get("Content-Type"))
 	if err != nil {
 		return errInvalid("Content-Type", "Content-Type is not a valid media type.")
 	}

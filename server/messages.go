@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/blueline-app/blueline/files"
+	"github.com/blueline-app/blueline/mediatype"
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -151,7 +151,7 @@ func (s *Server) sendAudio(field string) apiHandler {
 		if err != nil {
 			return err
 		}
-		if !files.IsAudio(f.MimeType) {
+		if !mediatype.IsAudio(f.MimeType) {
 			return errInvalid(field, "File %s is %s, not audio: upload the recording with an audio/… Content-Type.", f.ID, f.MimeType)
 		}
 		replyGUID, err := s.replyTo(r, line, tgt, p.ReplyTo)
@@ -178,25 +178,6 @@ func (s *Server) replyTo(r *http.Request, line storage.Line, tgt target, value s
 		return "", errInvalid("reply_to", "reply_to must be a message in the chat being sent to.")
 	}
 	return m.GUID, nil
-}
-
-// conversation resolves the line and recipient of a write and applies the
-// rules of the line (access, advanced features when the write needs them)
-// and of the recipient (sandbox, contact-first).
-func (s *Server) conversation(r *http.Request, from, to string, advanced bool) (storage.Line, target, error) {
-	line, err := s.lineFor(r, from, "from")
-	if err != nil {
-		return line, target{}, err
-	}
-	if advanced && !s.opts.Advanced(line) {
-		return line, target{}, &Error{Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: "advanced_features_required", Param: "from",
-			Message: fmt.Sprintf("Line %s does not have advanced features (reactions, typing, read receipts, audio messages) now.", line.Handle)}
-	}
-	tgt, err := s.resolveTo(r, line, to)
-	if err != nil {
-		return line, tgt, err
-	}
-	return line, tgt, s.checkRecipient(r, line, tgt)
 }
 
 const maxIdempotencyKey = 255
@@ -253,29 +234,6 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, idem string, li
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	writeJSON(w, http.StatusCreated, toAPIOutboxItem(stored, requestID(ctx)))
-	return nil
-}
-
-// checkRecipient applies the sandbox rules and the contact-first rule.
-func (s *Server) checkRecipient(r *http.Request, line storage.Line, tgt target) error {
-	if line.IsSandbox {
-		st, _, err := s.db.Sandbox(r.Context(), apiKey(r.Context()).Owner)
-		if err != nil {
-			return err
-		}
-		if !st.Activated {
-			return errForbidden("sandbox_not_activated",
-				"Your sandbox on %s is not activated: get your code with POST /v1/sandbox, then text it to %s from your phone.", line.Handle, line.Handle)
-		}
-		if tgt.chat.IsGroup || tgt.contact != st.PairedHandle {
-			return &Error{Status: 400, Type: typeInvalidRequest, Code: "sandbox_contact_mismatch", Param: "to",
-				Message: fmt.Sprintf("The sandbox line only sends to its paired number %s.", st.PairedHandle)}
-		}
-	}
-	if !tgt.found || !tgt.chat.HasReceivedInbound {
-		return &Error{Status: 403, Type: typeInvalidRequest, Code: "contact_has_not_messaged", Param: "to",
-			Message: fmt.Sprintf("%s has not messaged line %s yet; a line may only message contacts who wrote to it first.", tgt.contact, line.Handle)}
-	}
 	return nil
 }
 

@@ -1,5 +1,11 @@
 package server
 
+import (
+	"net/http"
+
+	"github.com/julienschmidt/httprouter"
+)
+
 // routes is the one place where the API's routes are wired.
 func (s *Server) routes(r patternRouter) {
 	r.GET("/v1/lines", s.api("lines:read", s.listLines))
@@ -33,4 +39,29 @@ func (s *Server) routes(r patternRouter) {
 	r.HEAD("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
 	r.HEAD("/readyz", s.readyz)
+}
+
+// adminRoutes is the one place where the admin socket's routes are wired.
+// Only the daemon's user can reach the socket (see adminsock.go), so its
+// handles need no API key and have no rate limit.
+func (s *Server) adminRoutes(r *httprouter.Router) {
+	r.POST("/keys", s.handle(s.adminCreateKey))
+	r.GET("/keys", s.handle(s.adminListKeys))
+	r.POST("/keys/revoke", s.handle(s.adminRevokeKey))
+	r.POST("/sim/inbound", s.handle(s.adminSimInbound))
+	r.POST("/sim/reaction", s.handle(s.adminSimReaction))
+	r.POST("/sim/typing", s.handle(s.adminSimTyping))
+	r.POST("/sim/edit", s.handle(s.adminSimEdit))
+	r.POST("/sim/unsend", s.handle(s.adminSimUnsend))
+	r.POST("/sim/read", s.handle(s.adminSimRead))
+	r.POST("/sim/group", s.handle(s.adminSimGroup))
+	r.GET("/sandbox", s.handle(s.adminSandbox))
+	r.POST("/sandbox", s.handle(s.adminStartSandbox))
+	r.GET("/webhooks", s.handle(s.adminWebhooks))
+	r.GET("/webhooks/attempts", s.handle(s.adminAttempts))
+	r.POST("/webhooks/redeliver", s.handle(s.adminRedeliver))
+	r.GET("/backup", s.adminBackup)
+	if s.opts.Metrics != nil {
+		r.Handler(http.MethodGet, "/metrics", s.opts.Metrics.Handler())
+	}
 }

@@ -95,8 +95,16 @@ func (s *Server) Handler() http.Handler {
 
 // api wraps a handler with authentication, the rate limit and a scope check.
 func (s *Server) api(scope string, h apiHandler) httprouter.Handle {
+	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		return s.serveAPI(w, r, scope, h)
+	})
+}
+
+// handle adapts h to the router; an error it returns is answered in the
+// spec's shape.
+func (s *Server) handle(h apiHandler) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-		if err := s.serveAPI(w, r, scope, h); err != nil {
+		if err := h(w, r); err != nil {
 			writeError(w, r, s.log, err)
 		}
 	}

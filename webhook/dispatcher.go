@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/blueline-app/blueline/purge"
 	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/webhook/signature"
 )
@@ -114,7 +115,12 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		stopRecorder()
 		recorder.Wait()
 	}()
-	wg.Go(func() { d.purge(ctx) })
+	// Forget old deliveries and attempts every hour.
+	wg.Go(func() {
+		purge.Every(ctx, time.Hour, d.log, "webhook deliveries", func(ctx context.Context) (int, error) {
+			return d.db.PurgeDeliveries(ctx, time.Now().Add(-d.opts.Retention).UnixMilli())
+		})
+	})
 
 	workers := map[string]*worker{}
 	refresh := time.NewTicker(5 * time.Second)
@@ -218,25 +224,6 @@ func (d *Dispatcher) recordBatch(ctx context.Context, batch []result) {
 }
 
 const maxRecord = 256
-
-// purge forgets old deliveries and attempts every hour.
-func (d *Dispatcher) purge(ctx context.Context) {
-	t := time.NewTicker(time.Hour)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			n, err := d.db.PurgeDeliveries(ctx, time.Now().Add(-d.opts.Retention).UnixMilli())
-			if err != nil {
-				d.log.Error("purge webhook deliveries", "err", err)
-			} else if n > 0 {
-				d.log.Debug("purged webhook deliveries", "count", n)
-			}
-		}
-	}
-}
 
 // worker delivers one webhook's events.
 type worker struct {

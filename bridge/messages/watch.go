@@ -14,7 +14,7 @@ import (
 
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/bridge/messages/chatdb"
-	"github.com/blueline-app/blueline/files"
+	"github.com/blueline-app/blueline/mediatype"
 )
 
 // How long rows wait for what they lack before being reported as they are.
@@ -513,7 +513,7 @@ func (w *watcher) files(r chatdb.Row, withFiles bool) (out []bridge.File, missin
 			f.Filename = filepath.Base(a.Path)
 		}
 		if f.MimeType == "" {
-			f.MimeType = files.TypeByName(f.Filename)
+			f.MimeType = mediatype.ByName(f.Filename)
 		}
 		if r.IsAudioMessage {
 			f.Transcription = r.Transcription

@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/blueline-app/blueline/config"
+	"github.com/blueline-app/blueline/daemon"
+	"github.com/blueline-app/blueline/server"
+)
+
+func cmdServe(ctx context.Context, build Build, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfgPath := fs.String("config", "", "configuration file")
+	if err := parseNoArgs(fs, args); err != nil {
+		return err
+	}
+	// The same program the system service runs (service.go).
+	return runProgram(ctx, newProgram(*cfgPath, build, stderr))
+}
+
+// serve runs the daemon until ctx is done, then shuts it down within
+// daemon.ShutdownTimeout: requests in flight finish, the workers stop, bbolt
+// is closed. It is the one code path of `serve` in a terminal and of the
+// system service.
+func serve(ctx context.Context, cfgPath string, build Build, stderr io.Writer) error {
+	cfg, err := loadConfig(cfgPath)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg.Log, stderr)
+	d, err := daemon.Start(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	log.Info("blueline serving", "version", build.Version, "listen", d.Addr().String(), "data", cfg.DataDir(),
+		"admin_socket", server.AdminSocketPath(cfg.DataDir()), "lines", len(d.Lines()))
+	if has, err := d.HasKeys(ctx); err == nil && !has {
+		flagCfg := ""
+		if cfgPath != "" {
+			flagCfg = " --config " + cfgPath
+		}
+		fmt.Fprintf(stderr, "\nNo API key exists yet. In another terminal, create one:\n\n  blueline keys create%s --label my-app --owner you@example.com\n\n", flagCfg)
+	}
+	return d.Run(ctx)
+}
+
+func newLogger(c config.Log, w io.Writer) *slog.Logger {
+	var level slog.Level
+	level.UnmarshalText([]byte(c.Level)) // validated by config
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,99 @@
+package daemon
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"slices"
+
+	"github.com/blueline-app/blueline/bridge"
+	"github.com/blueline-app/blueline/bridge/messages"
+	"github.com/blueline-app/blueline/bridge/sim"
+	"github.com/blueline-app/blueline/config"
+	"github.com/blueline-app/blueline/storage"
+)
+
+// configuredLines turns the configuration's lines into the lines to serve.
+func configuredLines(cfg *config.Config) []storage.Line {
+	var lines []storage.Line
+	if cfg.Sandbox.Handle != "" {
+		lines = append(lines, storage.Line{Handle: cfg.Sandbox.Handle, Label: cfg.Sandbox.Label, Service: "imessage",
+			Bridge: "sim", AdvancedFeatures: cfg.Sandbox.Advanced(), IsSandbox: true})
+	}
+	for _, l := range cfg.Lines {
+		lines = append(lines, storage.Line{Handle: l.Handle, Label: l.Label, Service: l.Service, Bridge: l.Bridge,
+			AdvancedFeatures: l.AdvancedFeatures})
+	}
+	return lines
+}
+
+// openBridges gives each line its bridge: the simulated network, or the
+// Messages app of this Mac.
+func openBridges(ctx context.Context, cfg *config.Config, db *storage.DB, lines []storage.Line, network *sim.Network, log *slog.Logger) (map[string]bridge.Bridge, error) {
+	bridges := map[string]bridge.Bridge{}
+	for _, l := range lines {
+		if l.Bridge != "messages" {
+			bridges[l.ID] = network
+			continue
+		}
+		i := slices.IndexFunc(cfg.Lines, func(c config.Line) bool { return c.Handle == l.Handle })
+		lc := cfg.Lines[i]
+		mb, err := messages.Open(ctx, messages.Config{
+			Line: l.Handle, Service: l.Service, ChatDB: lc.ChatDB, Osascript: lc.Osascript,
+			AttachmentsDir: lc.AttachmentsDir, HelperPort: lc.HelperPort, PollOnly: !*lc.Watch, SMSFallback: lc.SMSFallback,
+			TextTimeout: lc.SendTimeout.Duration, FileTimeout: lc.FileSendTimeout.Duration, Poll: lc.Poll.Duration,
+			TransferWait: lc.TransferWait.Duration, Cursor: lineCursor{db, l.ID}, Log: log,
+		})
+		if err != nil {
+			closeBridges(bridges)
+			return nil, err
+		}
+		bridges[l.ID] = mb
+	}
+	return bridges, nil
+}
+
+// closeBridges releases what bridges hold open (the Messages database, the
+// helper's listener).
+func closeBridges(bridges map[string]bridge.Bridge) {
+	for _, b := range distinct(bridges) {
+		if c, ok := b.(io.Closer); ok {
+			c.Close()
+		}
+	}
+}
+
+// advanced reports whether a line's advanced features work now: a Messages
+// line's only while its private-API helper is connected.
+func advanced(bridges map[string]bridge.Bridge) func(storage.Line) bool {
+	return func(l storage.Line) bool {
+		if a, ok := bridges[l.ID].(interface{ Advanced() bool }); ok {
+			return a.Advanced()
+		}
+		return l.AdvancedFeatures
+	}
+}
+
+// lineCursor keeps a Messages line's chat.db position in the database.
+type lineCursor struct {
+	db     *storage.DB
+	lineID string
+}
+
+func (c lineCursor) Load(ctx context.Context) (int64, bool, error) {
+	return c.db.BridgeCursor(ctx, c.lineID)
+}
+func (c lineCursor) Save(ctx context.Context, pos int64) error {
+	return c.db.SetBridgeCursor(ctx, c.lineID, pos)
+}
+
+// distinct lists each bridge once, however many lines it serves.
+func distinct(bridges map[string]bridge.Bridge) []bridge.Bridge {
+	var out []bridge.Bridge
+	for _, b := range bridges {
+		if !slices.Contains(out, b) {
+			out = append(out, b)
+		}
+	}
+	return out
+}

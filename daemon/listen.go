@@ -1,0 +1,75 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+
+	"github.com/blueline-app/blueline/config"
+	"github.com/blueline-app/blueline/server"
+)
+
+// apiListener is where the API is served: plain HTTP on [server] listen, or
+// HTTPS with certificates from an ACME CA when [tls] lists domains.
+type apiListener struct {
+	plain net.Listener
+	tls   *server.TLS
+}
+
+func listenAPI(cfg *config.Config, log *slog.Logger) (apiListener, error) {
+	if !cfg.TLS.Enabled() {
+		ln, err := net.Listen("tcp", cfg.Server.Listen)
+		if err != nil {
+			return apiListener{}, fmt.Errorf("listen on %s: %w", cfg.Server.Listen, err)
+		}
+		return apiListener{plain: ln}, nil
+	}
+	t := cfg.TLS
+	roots, err := cfg.TLSRoots()
+	if err != nil {
+		return apiListener{}, err
+	}
+	s, err := server.ListenTLS(server.TLSOptions{
+		Domains: t.Domains, Email: t.Email, CA: t.DirectoryURL(), TrustedRoots: roots,
+		HTTPListen: t.HTTPListen, HTTPSListen: t.HTTPSListen, StorageDir: filepath.Join(cfg.DataDir(), "certmagic"),
+		RenewCheckInterval: t.RenewCheck.Duration,
+	}, log)
+	if err != nil {
+		return apiListener{}, err
+	}
+	return apiListener{tls: s}, nil
+}
+
+// Addr is the API's address: HTTPS when TLS is on.
+func (l apiListener) Addr() net.Addr {
+	if l.tls != nil {
+		return l.tls.Addr()
+	}
+	return l.plain.Addr()
+}
+
+// Close releases the listeners of an API that will not be served.
+func (l apiListener) Close() error {
+	if l.tls != nil {
+		return l.tls.Close()
+	}
+	return l.plain.Close()
+}
+
+// serve starts serving api, and with TLS obtaining its certificates.
+func (l apiListener) serve(api *http.Server, log *slog.Logger) {
+	if l.tls == nil {
+		go serveUntilClosed(api, l.plain, log)
+		return
+	}
+	l.tls.Serve(api)
+}
+
+func serveUntilClosed(s *http.Server, l net.Listener, log *slog.Logger) {
+	if err := s.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Error("listener stopped", "addr", l.Addr().String(), "err", err)
+	}
+}

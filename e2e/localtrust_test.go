@@ -1,0 +1,189 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/blueline-app/blueline/cli"
+	"github.com/blueline-app/blueline/server"
+)
+
+// The admin socket's trust, end to end: its fallback folder under the
+// temporary directory has a name anyone can work out, so the daemon and the
+// CLI both check that it is the daemon's own (server/adminsock_test.go
+// covers the details, and a real process of another user).
+
+// sharedTempDir points the temporary directory at a fresh folder anyone may
+// write in (sticky, like /tmp), so that the fallback folder's name is free.
+func sharedTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "bl-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777|fs.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", dir)
+	return dir
+}
+
+// longDataConfig writes a configuration whose data folder's path is too long
+// for a socket: its admin socket goes to the fallback folder.
+func longDataConfig(t *testing.T) (cfgPath, dataDir string) {
+	t.Helper()
+	dir := t.TempDir()
+	dataDir = filepath.Join(dir, strings.Repeat("deep-folder-", 10))
+	cfgPath = filepath.Join(dir, "blueline.toml")
+	writeFile(t, cfgPath, testConfig(dataDir, ""))
+	if sock := server.AdminSocketPath(dataDir); strings.HasPrefix(sock, dataDir) {
+		t.Fatalf("%s is not in the fallback folder", sock)
+	}
+	return cfgPath, dataDir
+}
+
+// plantFolder makes the fallback folder as someone else would: another
+// user's when the tests run as root, else ours with a wider mode. It returns
+// what the refusal must say.
+func plantFolder(t *testing.T, folder string) string {
+	t.Helper()
+	if err := os.Mkdir(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() != 0 {
+		if err := os.Chmod(folder, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return "has mode 0755, not 0700"
+	}
+	if err := os.Chmod(folder, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(folder, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	return "belongs to uid 65534"
+}
+
+func TestDaemonRefusesPlantedSocketFolder(t *testing.T) {
+	sharedTempDir(t)
+	cfgPath, dataDir := longDataConfig(t)
+	sock := server.AdminSocketPath(dataDir)
+	folder := filepath.Dir(sock)
+	want := plantFolder(t, folder)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	code := cli.Run(ctx, cli.Build{}, []string{"serve", "--config", cfgPath}, &out, &errOut)
+	if code != 1 {
+		t.Fatalf("serve on a planted folder: exit %d\n%s", code, errOut.String())
+	}
+	for _, s := range []string{"blueline: refusing to start: the admin socket's folder " + folder, want, "shorter path"} {
+		if !strings.Contains(errOut.String(), s) {
+			t.Errorf("serve said %q, which lacks %q", errOut.String(), s)
+		}
+	}
+	if _, err := os.Lstat(sock); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a socket was made in the planted folder: %v", err)
+	}
+
+	// Without it, the daemon makes its own folder and the CLI reaches it.
+	if err := os.RemoveAll(folder); err != nil {
+		t.Fatal(err)
+	}
+	td := &testDaemon{t: t, cfgPath: cfgPath, dataDir: dataDir}
+	td.start()
+	t.Cleanup(td.stop)
+	if key := td.key(); !strings.HasPrefix(key, "sk_live_") {
+		t.Fatalf("keys create printed %q", key)
+	}
+	fi, err := os.Lstat(folder)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 || fi.Sys().(*syscall.Stat_t).Uid != uint32(os.Geteuid()) {
+		t.Errorf("the daemon's folder %s: %v %v", folder, fi.Mode(), err)
+	}
+}
+
+// A CLI command against a socket in a planted folder sends it nothing and
+// says why.
+func TestCLIRefusesPlantedSocket(t *testing.T) {
+	sharedTempDir(t)
+	cfgPath, dataDir := longDataConfig(t)
+	sock := server.AdminSocketPath(dataDir)
+	folder := filepath.Dir(sock)
+	if err := os.Mkdir(folder, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	firstLines := make(chan string, 8)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			line, _ := bufio.NewReader(c).ReadString('\n')
+			c.Close()
+			firstLines <- strings.TrimSpace(line)
+		}
+	}()
+	want := "has mode 0755, not 0700"
+	if err := os.Chmod(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		want = "belongs to uid 65534"
+		if err := os.Chmod(folder, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(folder, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	for _, args := range [][]string{
+		{"keys", "create", "--label", "intercepted", "--config", cfgPath},
+		{"keys", "revoke", "key_123", "--config", cfgPath},
+	} {
+		out, errOut, code := runCLI(args...)
+		if code != 1 || out != "" {
+			t.Errorf("%v: exit %d, stdout %q", args, code, out)
+		}
+		for _, s := range []string{"blueline: refusing the admin socket " + sock, want, "nothing was sent"} {
+			if !strings.Contains(errOut, s) {
+				t.Errorf("%v said %q, which lacks %q", args, errOut, s)
+			}
+		}
+	}
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(c, "probe\n")
+	c.Close()
+	select {
+	case line := <-firstLines:
+		if line != "probe" {
+			t.Errorf("the planted socket got %q from the CLI", line)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the probe never arrived")
+	}
+}

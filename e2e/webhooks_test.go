@@ -1,0 +1,523 @@
+package e2e
+
+import (
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/blueline-app/blueline/webhook/signature"
+)
+
+// The SDK's webhook event schemas (MessageEventDataSchema,
+// ReactionEventDataSchema and the envelope), restated.
+var (
+	sdkMessageEventData = schema{
+		"id": {kind: kString}, "chat_id": {kind: kString}, "guid": {kind: kString}, "sender": {kind: kString},
+		"text": {kind: kString, nullable: true, optional: true}, "attachments": {kind: kArray, items: &sdkAttachment},
+		"is_from_me": {kind: kBool}, "is_audio_message": {kind: kBool, nullable: true, optional: true},
+		"sent_at": {kind: kNumber}, "reply_to_guid": {kind: kString, nullable: true, optional: true}, "line_handle": {kind: kString},
+	}
+	sdkReactionEventData = schema{
+		"id": {kind: kString}, "message_id": {kind: kString}, "chat_id": {kind: kString}, "type": {kind: kString},
+		"sender": {kind: kString}, "is_from_me": {kind: kBool}, "added": {kind: kBool}, "sent_at": {kind: kNumber},
+		"line_handle": {kind: kString},
+	}
+	sdkWebhook = schema{
+		"id": {kind: kString}, "line_ids": {kind: kArray, strings: true}, "url": {kind: kString},
+		"events": {kind: kArray, strings: true}, "is_active": {kind: kBool}, "secret": {kind: kString, optional: true},
+	}
+)
+
+func sdkEvent(data schema) schema {
+	return schema{"event": {kind: kString}, "data": {kind: kObject, items: &data}, "timestamp": {kind: kNumber},
+		"delivery_id": {kind: kString, optional: true}}
+}
+
+// received is one request a test receiver got.
+type received struct {
+	header http.Header
+	raw    []byte
+	body   map[string]any
+	err    error // what verifying it found wrong
+}
+
+func (r received) event() string      { return r.body["event"].(string) }
+func (r received) deliveryID() string { return r.body["delivery_id"].(string) }
+func (r received) data() map[string]any {
+	d, _ := r.body["data"].(map[string]any)
+	return d
+}
+
+// receiver is an HTTPS webhook receiver. answer decides the status of the
+// n-th request (from 1); nil answers 200. It verifies every request with
+// the webhook's secret, once that is known.
+type receiver struct {
+	t      *testing.T
+	srv    *httptest.Server
+	answer func(n int, w http.ResponseWriter, r *http.Request) int
+
+	mu     sync.Mutex
+	secret string
+	got    []received
+}
+
+func newReceiver(t *testing.T, answer func(n int, w http.ResponseWriter, r *http.Request) int) *receiver {
+	rc := &receiver{t: t, answer: answer}
+	rc.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		rec := received{header: r.Header.Clone(), raw: raw}
+		rec.err = json.Unmarshal(raw, &rec.body)
+		rc.mu.Lock()
+		if rec.err == nil && rc.secret != "" {
+			rec.err = signature.Verify(rc.secret, raw, r.Header.Get(signature.HeaderSignature), r.Header.Get(signature.HeaderTimestamp), time.Now())
+		}
+		rc.got = append(rc.got, rec)
+		n := len(rc.got)
+		rc.mu.Unlock()
+		status := 200
+		if rc.answer != nil {
+			status = rc.answer(n, w, r)
+		}
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(rc.srv.Close)
+	return rc
+}
+
+func (rc *receiver) setSecret(s string) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.secret = s
+}
+
+func (rc *receiver) requests() []received {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return slices.Clone(rc.got)
+}
+
+// waitRequests waits until the receiver has had at least n requests.
+func (rc *receiver) waitRequests(n int) []received {
+	rc.t.Helper()
+	eventually(rc.t, 10*time.Second, func() bool { return len(rc.requests()) >= n })
+	return rc.requests()
+}
+
+// downReceiver answers 503 until up is called, then 200.
+func downReceiver(t *testing.T) (rc *receiver, up func()) {
+	var mu sync.Mutex
+	down := true
+	rc = newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) int {
+		mu.Lock()
+		defer mu.Unlock()
+		if down {
+			return 503
+		}
+		return 200
+	})
+	return rc, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		down = false
+	}
+}
+
+// caFile writes the receivers' test CA where the daemon's [webhooks] ca_file
+// can read it.
+func caFile(t *testing.T, rc *receiver) string {
+	p := filepath.Join(t.TempDir(), "ca.pem")
+	data := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: rc.srv.Certificate().Raw})
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// webhookConfig lets a daemon deliver to loopback test receivers quickly.
+func webhookConfig(t *testing.T, rc *receiver, extra string) string {
+	return "[webhooks]\nallow_private_networks = true\nca_file = " + strconv.Quote(caFile(t, rc)) + "\n" + extra
+}
+
+// register creates a webhook and tells the receiver its secret.
+func (td *testDaemon) register(key, line string, rc *receiver, events ...string) map[string]any {
+	td.t.Helper()
+	r := td.call("POST", "/v1/webhooks", key, map[string]any{"from": line, "url": rc.srv.URL + "/hook", "events": events})
+	if r.status != 201 {
+		td.t.Fatalf("POST /v1/webhooks: %d %s", r.status, r.raw)
+	}
+	rc.setSecret(r.body["secret"].(string))
+	return r.body
+}
+
+func TestWebhookRegistration(t *testing.T) {
+	td := startTestDaemon(t, "")
+	key := td.key()
+	all := []string{"message.received", "message.sent", "reaction.added", "reaction.removed"}
+	bad := []struct {
+		name  string
+		body  map[string]any
+		code  string
+		param string
+	}{
+		{"no url", map[string]any{"from": plainLine, "events": all}, "missing_required_parameter", "url"},
+		{"no events", map[string]any{"from": plainLine, "url": "https://93.184.215.14/h"}, "missing_required_parameter", "events"},
+		{"empty events", map[string]any{"from": plainLine, "url": "https://93.184.215.14/h", "events": []string{}}, "invalid_parameter_value", "events"},
+		{"unknown event", map[string]any{"from": plainLine, "url": "https://93.184.215.14/h", "events": []string{"message.deleted"}}, "invalid_parameter_value", "events"},
+		{"typing", map[string]any{"from": plainLine, "url": "https://93.184.215.14/h", "events": []string{"typing.started"}}, "invalid_parameter_value", "events"},
+		{"typing stopped", map[string]any{"from": plainLine, "url": "https://93.184.215.14/h", "events": []string{"typing.stopped"}}, "invalid_parameter_value", "events"},
+		{"http", map[string]any{"from": plainLine, "url": "http://93.184.215.14/h", "events": all}, "invalid_parameter_value", "url"},
+		{"not a URL", map[string]any{"from": plainLine, "url": "::nope", "events": all}, "invalid_parameter_value", "url"},
+		{"credentials", map[string]any{"from": plainLine, "url": "https://u:p@93.184.215.14/h", "events": all}, "invalid_parameter_value", "url"},
+		{"loopback", map[string]any{"from": plainLine, "url": "https://127.0.0.1/h", "events": all}, "invalid_parameter_value", "url"},
+		{"private", map[string]any{"from": plainLine, "url": "https://10.0.0.1/h", "events": all}, "invalid_parameter_value", "url"},
+		{"metadata", map[string]any{"from": plainLine, "url": "https://169.254.169.254/latest/meta-data", "events": all}, "invalid_parameter_value", "url"},
+		{"ipv6 loopback", map[string]any{"from": plainLine, "url": "https://[::1]:8443/h", "events": all}, "invalid_parameter_value", "url"},
+		{"mapped loopback", map[string]any{"from": plainLine, "url": "https://[::ffff:127.0.0.1]/h", "events": all}, "invalid_parameter_value", "url"},
+		{"name of loopback", map[string]any{"from": plainLine, "url": "https://localhost:8443/h", "events": all}, "invalid_parameter_value", "url"},
+		{"unknown line", map[string]any{"from": "+15559999999", "url": "https://93.184.215.14/h", "events": all}, "line_not_found", "from"},
+	}
+	for _, c := range bad {
+		r := td.call("POST", "/v1/webhooks", key, c.body)
+		if r.errCode() != c.code || r.errParam() != c.param {
+			t.Errorf("%s: %d %s", c.name, r.status, r.raw)
+		}
+	}
+	if r := td.call("POST", "/v1/webhooks", key, bad[11].body); !strings.Contains(r.body["error"].(map[string]any)["message"].(string), "169.254.169.254 is not a public address") {
+		t.Errorf("the refusal does not say why: %s", r.raw)
+	}
+
+	// A public address is accepted. (No event happens on this line, so
+	// nothing is ever sent to it.)
+	created := td.call("POST", "/v1/webhooks", key, map[string]any{"from": plainLine, "url": "https://93.184.215.14/hook",
+		"events": []string{"message.received", "message.received", "reaction.added"}})
+	if created.status != 201 {
+		t.Fatalf("create: %d %s", created.status, created.raw)
+	}
+	assertConforms(t, "POST /v1/webhooks", created, sdkWebhook)
+	id, secret := created.body["id"].(string), created.body["secret"].(string)
+	plain := td.call("GET", "/v1/lines", key, nil).data()[3]
+	if !strings.HasPrefix(id, "wh_") || !strings.HasPrefix(secret, "whsec_") || len(secret) < 40 || created.body["is_active"] != true ||
+		created.body["request_id"] == nil || len(created.body["events"].([]any)) != 2 || created.body["line_ids"].([]any)[0] != plain["id"] {
+		t.Fatalf("created %s", created.raw)
+	}
+
+	list := td.call("GET", "/v1/webhooks?from="+plainLine, key, nil)
+	assertConforms(t, "GET /v1/webhooks", list, sdkList(sdkWebhook))
+	if items := list.data(); len(items) != 1 || items[0]["secret"] != secret || list.body["has_more"] != false {
+		t.Fatalf("list: %s", list.raw)
+	}
+	if items := td.call("GET", "/v1/webhooks?from="+mainLine, key, nil).data(); len(items) != 0 {
+		t.Errorf("another line lists %v", items)
+	}
+
+	// Keys limited to other lines, or without the scopes, are refused.
+	other := td.key("--lines", mainLine)
+	if r := td.call("GET", "/v1/webhooks?from="+plainLine, other, nil); r.errCode() != "line_not_accessible" {
+		t.Errorf("restricted list: %d %s", r.status, r.raw)
+	}
+	if r := td.call("DELETE", "/v1/webhooks", other, map[string]any{"id": id}); r.status != 404 || r.errCode() != "webhook_not_found" {
+		t.Errorf("restricted delete: %d %s", r.status, r.raw)
+	}
+	readOnly := td.key("--scopes", "webhooks:read")
+	if r := td.call("POST", "/v1/webhooks", readOnly, created.body); r.errCode() != "insufficient_scope" {
+		t.Errorf("create without webhooks:write: %d %s", r.status, r.raw)
+	}
+
+	del := td.call("DELETE", "/v1/webhooks", key, map[string]any{"id": id})
+	if del.status != 200 || del.body["id"] != id || del.body["deleted"] != true || del.body["request_id"] == nil {
+		t.Fatalf("delete: %d %s", del.status, del.raw)
+	}
+	for _, c := range []struct {
+		body  any
+		code  string
+		param string
+	}{
+		{map[string]any{"id": id}, "webhook_not_found", "id"},
+		{map[string]any{}, "missing_required_parameter", "id"},
+		{map[string]any{"id": "msg_x"}, "invalid_parameter_value", "id"},
+		{"nope", "invalid_json", ""},
+	} {
+		if r := td.call("DELETE", "/v1/webhooks", key, c.body); r.errCode() != c.code || r.errParam() != c.param {
+			t.Errorf("delete %v: %d %s", c.body, r.status, r.raw)
+		}
+	}
+	if items := td.call("GET", "/v1/webhooks?from="+plainLine, key, nil).data(); len(items) != 0 {
+		t.Errorf("deleted webhook still listed: %v", items)
+	}
+}
+
+// Every event kind reaches the webhooks of its line, signed, in the SDK's
+// shapes, in order.
+func TestWebhookEvents(t *testing.T) {
+	rc := newReceiver(t, nil)
+	other := newReceiver(t, nil)
+	td := startTestDaemon(t, webhookConfig(t, rc, ""))
+	key := td.key()
+	td.register(key, mainLine, rc, "message.received", "message.sent", "reaction.added", "reaction.removed")
+	td.register(key, smsLine, other, "message.received")
+
+	in := td.inbound(mainLine, alice, "hello")
+	obx := td.send(key, map[string]any{"from": mainLine, "to": alice, "text": "hi back"})
+	td.waitOutbox(key, obx["id"].(string))
+	td.mustCLI("sim", "reaction", "--line", mainLine, "--from", alice, "--message", in["id"].(string), "--type", "love")
+	td.mustCLI("sim", "reaction", "--line", mainLine, "--from", alice, "--message", in["id"].(string), "--type", "love", "--remove")
+	memo := filepath.Join(t.TempDir(), "memo.m4a")
+	os.WriteFile(memo, []byte("audio"), 0o600)
+	td.mustCLI("sim", "inbound", "--line", mainLine, "--from", alice, "--audio", memo, "--transcription", "see you at six")
+
+	got := rc.waitRequests(5)
+	if len(got) != 5 {
+		t.Fatalf("receiver got %d requests", len(got))
+	}
+	var events []string
+	for _, g := range got {
+		if g.err != nil {
+			t.Fatalf("delivery does not verify: %v\n%s", g.err, g.raw)
+		}
+		events = append(events, g.event())
+		// The SDK signs with the body's timestamp: it must be the header's.
+		if ts := strconv.FormatInt(int64(g.body["timestamp"].(float64)), 10); ts != g.header.Get("X-Webhook-Timestamp") {
+			t.Errorf("body timestamp %s, header %s", ts, g.header.Get("X-Webhook-Timestamp"))
+		}
+		if g.header.Get("Content-Type") != "application/json" || g.header.Get("X-Webhook-Delivery-Id") != g.deliveryID() ||
+			!strings.HasPrefix(g.deliveryID(), "dlv_") {
+			t.Errorf("headers %v, body %s", g.header, g.raw)
+		}
+		if g.data()["line_handle"] != mainLine {
+			t.Errorf("line_handle of %s", g.raw)
+		}
+	}
+	if want := []string{"message.received", "message.sent", "reaction.added", "reaction.removed", "message.received"}; !slices.Equal(events, want) {
+		t.Fatalf("events %v, want %v", events, want)
+	}
+	for _, i := range []int{0, 1, 4} {
+		assertConforms(t, events[i], response{body: got[i].body, raw: got[i].raw}, sdkEvent(sdkMessageEventData))
+	}
+	for _, i := range []int{2, 3} {
+		assertConforms(t, events[i], response{body: got[i].body, raw: got[i].raw}, sdkEvent(sdkReactionEventData))
+	}
+	if d := got[0].data(); d["id"] != in["id"] || d["text"] != "hello" || d["is_from_me"] != false || d["chat_id"] != in["chat_id"] {
+		t.Errorf("message.received data %v", d)
+	}
+	if d := got[1].data(); d["text"] != "hi back" || d["is_from_me"] != true || d["outbox_id"] != obx["id"] {
+		t.Errorf("message.sent data %v", d)
+	}
+	if d := got[2].data(); d["message_id"] != in["id"] || d["type"] != "love" || d["added"] != true || d["chat_id"] != in["chat_id"] || d["sender"] != alice {
+		t.Errorf("reaction.added data %v", d)
+	}
+	if d := got[3].data(); d["added"] != false || d["id"] != got[2].data()["id"] {
+		t.Errorf("reaction.removed data %v", d)
+	}
+	d := got[4].data()
+	att, _ := d["attachments"].([]any)
+	if d["is_audio_message"] != true || len(att) != 1 || att[0].(map[string]any)["transcription"] != "see you at six" {
+		t.Errorf("voice memo data %v", d)
+	} else if resp, body := get(t, "GET", att[0].(map[string]any)["url"].(string)); resp.StatusCode != 200 || string(body) != "audio" {
+		t.Errorf("voice memo URL: %d %q", resp.StatusCode, body)
+	}
+
+	// Only their own line's events, and only those subscribed to.
+	td.inbound(smsLine, bob, "on the sms line")
+	td.inbound(plainLine, bob, "no webhook here")
+	if g := other.waitRequests(1); len(g) != 1 || g[0].data()["text"] != "on the sms line" || g[0].err != nil {
+		t.Fatalf("sms line's webhook got %v", g)
+	}
+	if n := len(rc.requests()); n != 5 {
+		t.Errorf("the main line's webhook got %d requests, want 5", n)
+	}
+}
+
+// Failures and timeouts are retried with the same delivery ID, each attempt
+// signed afresh; the operator sees every attempt and can send one again.
+func TestWebhookRetries(t *testing.T) {
+	release := make(chan struct{})
+	rc := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) int {
+		switch n {
+		case 1:
+			return 500
+		case 2:
+			return 404
+		case 3:
+			// Hang past the daemon's timeout, then answer 200 as the daemon
+			// gives up and closes the connection: an answer that late is no
+			// answer, even when it reaches the daemon.
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return 200
+		}
+		return 204
+	})
+	defer close(release)
+	td := startTestDaemon(t, webhookConfig(t, rc, "timeout = \"300ms\"\nretry_schedule = [\"10ms\", \"10ms\", \"10ms\", \"10ms\"]\n"))
+	key := td.key()
+	hook := td.register(key, mainLine, rc, "message.received")
+	td.inbound(mainLine, alice, "retry me")
+
+	// Four attempts reach the receiver; if they do not, say what the daemon
+	// recorded (a third attempt recorded as "200 ok" would end the retries).
+	for deadline := time.Now().Add(10 * time.Second); len(rc.requests()) < 4; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests arrived, want 4; the daemon recorded:\n%s", len(rc.requests()),
+				td.mustCLI("webhooks", "deliveries", "--webhook", hook["id"].(string)))
+		}
+	}
+	got := rc.requests()
+	id := got[0].deliveryID()
+	var stamps []string
+	for i, g := range got {
+		if g.err != nil || g.deliveryID() != id || g.header.Get("X-Webhook-Delivery-Id") != id {
+			t.Fatalf("attempt %d: %v %s", i+1, g.err, g.raw)
+		}
+		stamps = append(stamps, g.header.Get("X-Webhook-Timestamp"))
+	}
+	if uniq := slices.Compact(slices.Clone(stamps)); len(uniq) != 4 {
+		t.Errorf("retries were not signed afresh: timestamps %v", stamps)
+	}
+
+	// Four attempts, newest first, each with what happened.
+	var lines []string
+	eventually(t, 5*time.Second, func() bool {
+		out := td.mustCLI("webhooks", "deliveries", "--webhook", hook["id"].(string))
+		lines = strings.Split(strings.TrimSpace(out), "\n")
+		return len(lines) == 4
+	})
+	wants := []string{"#4\t204\t", "#3\t-\t", "#2\t404\t", "#1\t500\t"}
+	for i, line := range lines {
+		if !strings.Contains(line, id) || !strings.Contains(line, "message.received") || !strings.Contains(line, wants[i]) {
+			t.Errorf("attempt line %d: %q, want %q", i, line, wants[i])
+		}
+	}
+	if !strings.HasSuffix(lines[0], "\tok") || !strings.Contains(lines[1], "no answer within 300ms") || !strings.Contains(lines[3], "HTTP 500") {
+		t.Errorf("outcomes:\n%s", strings.Join(lines, "\n"))
+	}
+
+	// Redelivery sends the same delivery again.
+	if out := td.mustCLI("webhooks", "redeliver", id); !strings.Contains(out, id) {
+		t.Errorf("redeliver printed %q", out)
+	}
+	if got := rc.waitRequests(5); got[4].deliveryID() != id || got[4].err != nil {
+		t.Errorf("redelivery: %s (%v)", got[4].raw, got[4].err)
+	}
+	if _, stderr, code := td.cli("webhooks", "redeliver", "dlv_22222222222222222222222222"); code != 1 || !strings.Contains(stderr, "No delivery") {
+		t.Errorf("redeliver unknown: exit %d %q", code, stderr)
+	}
+	if _, _, code := td.cli("webhooks", "redeliver"); code != 2 {
+		t.Errorf("redeliver without an ID: exit %d", code)
+	}
+	if out := td.mustCLI("webhooks", "list"); !strings.Contains(out, hook["id"].(string)+"\t"+mainLine+"\tactive\tmessage.received\t"+rc.srv.URL+"/hook") {
+		t.Errorf("webhooks list: %q", out)
+	}
+}
+
+// A delivery in the middle of its retry schedule survives a restart.
+func TestWebhookSurvivesRestart(t *testing.T) {
+	rc, up := downReceiver(t)
+	td := startTestDaemon(t, webhookConfig(t, rc, "retry_schedule = [\"300ms\", \"300ms\", \"300ms\"]\n"))
+	key := td.key()
+	td.register(key, mainLine, rc, "message.received")
+	td.inbound(mainLine, alice, "do not lose me")
+	first := rc.waitRequests(1)[0]
+
+	td.stop()
+	up()
+	td.start()
+	var last received
+	eventually(t, 10*time.Second, func() bool {
+		got := rc.requests()
+		last = got[len(got)-1]
+		return len(got) >= 2 && last.err == nil && last.data()["text"] == "do not lose me"
+	})
+	if last.deliveryID() != first.deliveryID() {
+		t.Errorf("after the restart the delivery ID changed: %s, then %s", first.deliveryID(), last.deliveryID())
+	}
+	// Delivered: nothing more comes.
+	before := len(rc.requests())
+	td.inbound(mainLine, alice, "next")
+	got := rc.waitRequests(before + 1)
+	if n := len(got); got[n-1].data()["text"] != "next" || got[n-2].deliveryID() != first.deliveryID() {
+		t.Errorf("after success the old delivery was sent again: %s", got[n-1].raw)
+	}
+}
+
+// Redirects are not followed, and a webhook that has failed for
+// disable_after becomes inactive and stops receiving.
+func TestWebhookRedirectAndDisable(t *testing.T) {
+	target := newReceiver(t, nil)
+	rc := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) int {
+		w.Header().Set("Location", target.srv.URL)
+		return 307
+	})
+	td := startTestDaemon(t, webhookConfig(t, rc, "retry_schedule = [\"20ms\", \"20ms\", \"20ms\", \"20ms\", \"20ms\", \"20ms\", \"20ms\", \"20ms\", \"20ms\", \"20ms\"]\ndisable_after = \"100ms\"\n"))
+	key := td.key()
+	hook := td.register(key, mainLine, rc, "message.received")
+	td.inbound(mainLine, alice, "where do you go")
+
+	eventually(t, 10*time.Second, func() bool {
+		return len(td.call("GET", "/v1/webhooks?from="+mainLine, key, nil).data()) == 0
+	})
+	if n := len(target.requests()); n != 0 {
+		t.Errorf("the redirect was followed %d times", n)
+	}
+	out := td.mustCLI("webhooks", "deliveries", "--webhook", hook["id"].(string), "--limit", "1")
+	if !strings.Contains(out, "\t307\t") || !strings.Contains(out, "redirect") {
+		t.Errorf("attempt shows %q", out)
+	}
+	if out := td.mustCLI("webhooks", "list"); !strings.Contains(out, "\tinactive\t") {
+		t.Errorf("webhooks list: %q", out)
+	}
+	n := len(rc.requests())
+	td.inbound(mainLine, alice, "anyone?")
+	// A live webhook on the same line gets the event; the inactive one not.
+	td.register(key, mainLine, target, "message.received")
+	td.inbound(mainLine, alice, "for the live one")
+	target.waitRequests(1)
+	if m := len(rc.requests()); m != n {
+		t.Errorf("the inactive webhook got %d more requests", m-n)
+	}
+	if _, stderr, code := td.cli("webhooks", "redeliver", rc.requests()[0].deliveryID()); code != 1 || !strings.Contains(stderr, "inactive") {
+		t.Errorf("redeliver to an inactive webhook: exit %d %q", code, stderr)
+	}
+}
+
+// A receiver that never answers delays nobody else.
+func TestWebhookSlowReceiverIsolated(t *testing.T) {
+	stuck := make(chan struct{})
+	slow := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) int {
+		select {
+		case <-stuck:
+		case <-r.Context().Done():
+		}
+		return 200
+	})
+	defer close(stuck)
+	fast := newReceiver(t, nil)
+	// httptest's servers share one certificate: one CA file trusts both.
+	td := startTestDaemon(t, webhookConfig(t, slow, "timeout = \"1m\"\n"))
+	key := td.key()
+	td.register(key, mainLine, slow, "message.received")
+	td.register(key, mainLine, fast, "message.received")
+	const n = 30
+	for i := range n {
+		td.inbound(mainLine, []string{alice, bob, carol}[i%3], "msg "+strconv.Itoa(i))
+	}
+	got := fast.waitRequests(n)
+	if len(got) != n {
+		t.Fatalf("the fast receiver got %d of %d", len(got), n)
+	}
+	// The slow one holds at most one request per lane.
+	if s := len(slow.requests()); s > 4 {
+		t.Errorf("the slow receiver has %d requests under way", s)
+	}
+}

@@ -1,0 +1,82 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/blueline-app/blueline/storage"
+)
+
+// The conversation rules: what a write must pass before it is accepted, in
+// the order it is checked, and why each check is safe where it runs.
+//
+//  1. Authentication, the rate limit and the scope (serveAPI). The rate
+//     limit comes before the scope so that probing scopes costs requests.
+//  2. The request's own validity (each handler): 400 before anything is
+//     looked up, so a malformed request learns nothing about what exists.
+//  3. The line (lineFor, checkLineAccess): 404 line_not_found for a line
+//     that is not configured, 403 line_not_accessible for one the key is
+//     restricted from, 403 sandbox_requires_owner for the sandbox line with
+//     an ownerless key. Lines change only when the daemon restarts, so the
+//     answer holds until the item commits.
+//  4. Advanced features, when the write needs them: as the line's bridge
+//     reports now. A helper that drops after this check fails the send in
+//     the worker, which is where that can be known.
+//  5. The recipient (resolveTo): a chat of another line, another owner's
+//     sandbox chat, or an ID that names nothing are 404 chat_not_found, as
+//     if they did not exist (the one not-found rule).
+//  6. The sandbox and contact-first rules (checkRecipient): the owner's
+//     sandbox must be activated and the recipient its paired phone; outside
+//     the sandbox the chat must have received a message. Both are checked
+//     on a read snapshot and not again at commit, which is safe because
+//     neither can be undone: a pairing is once and for all, and a chat that
+//     has received a message keeps has_received_inbound.
+//  7. Files and replied-to messages (fileByID, findMessage): the same
+//     not-found rule, by the file's line or owner and the message's line and
+//     chat. Files and messages are never reassigned, so the snapshot holds.
+//  8. Idempotency and the sandbox quota (enqueue, storage.Enqueue): these
+//     change with every request, so they are decided inside the transaction
+//     that stores the item: a replay is found before the quota is counted
+//     (a replay never costs quota), and two concurrent sends cannot both
+//     take the last unit of a day's quota.
+
+// conversation resolves the line and recipient of a write and applies
+// rules 3 to 6.
+func (s *Server) conversation(r *http.Request, from, to string, advanced bool) (storage.Line, target, error) {
+	line, err := s.lineFor(r, from, "from")
+	if err != nil {
+		return line, target{}, err
+	}
+	if advanced && !s.opts.Advanced(line) {
+		return line, target{}, &Error{Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: "advanced_features_required", Param: "from",
+			Message: fmt.Sprintf("Line %s does not have advanced features (reactions, typing, read receipts, audio messages) now.", line.Handle)}
+	}
+	tgt, err := s.resolveTo(r, line, to)
+	if err != nil {
+		return line, tgt, err
+	}
+	return line, tgt, s.checkRecipient(r, line, tgt)
+}
+
+// checkRecipient applies the sandbox and contact-first rules (rule 6).
+func (s *Server) checkRecipient(r *http.Request, line storage.Line, tgt target) error {
+	if line.IsSandbox {
+		st, _, err := s.db.Sandbox(r.Context(), apiKey(r.Context()).Owner)
+		if err != nil {
+			return err
+		}
+		if !st.Activated {
+			return errForbidden("sandbox_not_activated",
+				"Your sandbox on %s is not activated: get your code with POST /v1/sandbox, then text it to %s from your phone.", line.Handle, line.Handle)
+		}
+		if tgt.chat.IsGroup || tgt.contact != st.PairedHandle {
+			return &Error{Status: 400, Type: typeInvalidRequest, Code: "sandbox_contact_mismatch", Param: "to",
+				Message: fmt.Sprintf("The sandbox line only sends to its paired number %s.", st.PairedHandle)}
+		}
+	}
+	if !tgt.found || !tgt.chat.HasReceivedInbound {
+		return &Error{Status: 403, Type: typeInvalidRequest, Code: "contact_has_not_messaged", Param: "to",
+			Message: fmt.Sprintf("%s has not messaged line %s yet; a line may only message contacts who wrote to it first.", tgt.contact, line.Handle)}
+	}
+	return nil
+}
