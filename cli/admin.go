@@ -4,67 +4,105 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
+	"text/tabwriter"
+
+	"golang.org/x/term"
 
 	"github.com/blueline-app/blueline/server"
 )
 
-func adminClient(cfgPath string) (*server.AdminClient, error) {
-	cfg, err := loadConfig(cfgPath)
+func (a *app) adminClient() (*server.AdminClient, error) {
+	cfg, err := a.config()
 	if err != nil {
 		return nil, err
 	}
 	return server.NewAdminClient(cfg.DataDir()), nil
 }
 
-// adminGet decodes the answer to an admin GET into out.
-func adminGet(ctx context.Context, cfgPath, path string, out any) error {
-	c, err := adminClient(cfgPath)
+// adminDo makes an admin request and decodes its answer into out.
+func (a *app) adminDo(ctx context.Context, method, path string, in, out any) error {
+	c, err := a.adminClient()
 	if err != nil {
 		return err
 	}
-	return c.Do(ctx, http.MethodGet, path, nil, out)
-}
-
-// adminPostID posts {"id": ID} to an admin path, ID being the command's one
-// positional argument.
-func adminPostID(ctx context.Context, fs *flag.FlagSet, cfgPath *string, args []string, path string) (string, error) {
-	rest, err := parseFlags(fs, args)
-	if err != nil {
-		return "", err
-	}
-	if len(rest) != 1 {
-		return "", fmt.Errorf("%w: %s takes one ID", errUsage, fs.Name())
-	}
-	c, err := adminClient(*cfgPath)
-	if err != nil {
-		return "", err
-	}
-	return rest[0], c.Do(ctx, http.MethodPost, path, map[string]string{"id": rest[0]}, nil)
+	return c.Do(ctx, method, path, in, out)
 }
 
 // adminPrint makes an admin request and prints the answer as indented JSON.
-func adminPrint(ctx context.Context, cfgPath, method, path string, in any, w io.Writer) error {
-	c, err := adminClient(cfgPath)
-	if err != nil {
-		return err
-	}
+func (a *app) adminPrint(ctx context.Context, method, path string, in any) error {
 	var raw json.RawMessage
-	if err := c.Do(ctx, method, path, in, &raw); err != nil {
+	if err := a.adminDo(ctx, method, path, in, &raw); err != nil {
 		return err
 	}
+	return printRawJSON(a.stdout, raw)
+}
+
+// adminList gets a list ({"data": […]}) and returns its items both raw,
+// for --json, and decoded into out (a pointer to a slice).
+func (a *app) adminList(ctx context.Context, path string, out any) (json.RawMessage, error) {
+	var page struct{ Data json.RawMessage }
+	if err := a.adminDo(ctx, http.MethodGet, path, nil, &page); err != nil {
+		return nil, err
+	}
+	if len(page.Data) == 0 || string(page.Data) == "null" {
+		page.Data = json.RawMessage("[]")
+	}
+	return page.Data, json.Unmarshal(page.Data, out)
+}
+
+func printRawJSON(w io.Writer, raw json.RawMessage) error {
 	var buf bytes.Buffer
 	if err := json.Indent(&buf, raw, "", "  "); err != nil {
 		return err
 	}
 	buf.WriteByte('\n')
-	_, err = w.Write(buf.Bytes())
+	_, err := w.Write(buf.Bytes())
 	return err
+}
+
+func printJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// printTable prints rows. On a terminal: aligned columns under a header.
+// Otherwise, for scripts: one tab-separated line per row, no header.
+func printTable(w io.Writer, header []string, rows [][]string) error {
+	if !isTerminal(w) {
+		for _, r := range rows {
+			if _, err := fmt.Fprintln(w, strings.Join(r, "\t")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return writeAligned(w, header, rows)
+}
+
+// writeAligned writes a header and rows in aligned columns.
+func writeAligned(w io.Writer, header []string, rows [][]string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
 }
 
 func splitList(s string) []string {

@@ -3,13 +3,14 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/blueline-app/blueline/server"
 	"github.com/blueline-app/blueline/storage"
@@ -18,24 +19,33 @@ import (
 // cmdBackup writes a consistent copy of the running daemon's database to
 // FILE: streamed over the admin socket into a temporary file beside FILE,
 // synced, checked, then renamed, so FILE is never a partial copy.
-func cmdBackup(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
-	cfgPath := fs.String("config", "", "configuration file")
-	force := fs.Bool("force", false, "replace FILE if it exists")
-	rest, err := parseFlags(fs, args)
-	if err != nil {
-		return err
+func (a *app) backupCommand() *cobra.Command {
+	var force bool
+	c := &cobra.Command{
+		Use:   "backup [--force] FILE",
+		Short: "Write a consistent copy of the running daemon's database to FILE",
+		Long: `Write a consistent copy of the running daemon's database to FILE (mode 0600)
+and print its size. An existing FILE is refused without --force. Uploaded
+files are not in it: copy the data folder's files folder too.`,
+		Example: `  blueline backup /var/backups/blueline.bolt
+  blueline backup --force ./blueline.bolt`,
+		Args: oneArg("one FILE to write"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.backup(cmd.Context(), args[0], force)
+		},
 	}
-	if len(rest) != 1 {
-		return fmt.Errorf("%w: backup takes one FILE to write", errUsage)
-	}
-	target := rest[0]
-	if !*force {
+	c.Flags().BoolVar(&force, "force", false, "replace FILE if it exists")
+	return c
+}
+
+func (a *app) backup(ctx context.Context, target string, force bool) error {
+	stdout := a.stdout
+	if !force {
 		if _, err := os.Lstat(target); err == nil {
 			return fmt.Errorf("%s exists: choose another name, or pass --force to replace it", target)
 		}
 	}
-	cfg, err := loadConfig(*cfgPath)
+	cfg, err := a.config()
 	if err != nil {
 		return err
 	}
@@ -44,7 +54,7 @@ func cmdBackup(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer body.Close()
-	n, err := writeBackup(body, target, *force)
+	n, err := writeBackup(body, target, force)
 	if err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
@@ -109,17 +119,24 @@ func moveInto(src, dst string, force bool) error {
 
 // cmdRestore puts a backup in place of the database of a stopped daemon,
 // keeping the database it replaces.
-func cmdRestore(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
-	cfgPath := fs.String("config", "", "configuration file")
-	rest, err := parseFlags(fs, args)
-	if err != nil {
-		return err
+func (a *app) restoreCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "restore FILE",
+		Short: "Put a backup in place of the database of a stopped daemon",
+		Long: `On a stopped daemon, put the backup FILE in place of the database, keeping
+the one it replaces as db.bolt.before-restore-<time>.`,
+		Example: "  blueline stop && blueline restore /var/backups/blueline.bolt && blueline start",
+		Args:    oneArg("one backup FILE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.restore(args[0])
+		},
 	}
-	if len(rest) != 1 {
-		return fmt.Errorf("%w: restore takes one backup FILE", errUsage)
-	}
-	cfg, err := loadConfig(*cfgPath)
+}
+
+func (a *app) restore(file string) error {
+	stdout := a.stdout
+	rest := []string{file}
+	cfg, err := a.config()
 	if err != nil {
 		return err
 	}

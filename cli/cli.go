@@ -1,15 +1,18 @@
-// Package cli is the blueline command line: Run parses the arguments and
-// runs one command. `serve` runs the daemon (package daemon) in the
-// foreground; the admin commands talk to a running daemon through its admin
-// socket; the service commands install and control the system service.
+// Package cli is the blueline command line, built on cobra: Run parses the
+// arguments and runs one command. `serve` runs the daemon (package daemon)
+// in the foreground; the admin commands talk to a running daemon through its
+// admin socket; the service commands install and control the system service.
 package cli
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/blueline-app/blueline/config"
 )
@@ -34,81 +37,59 @@ func (b Build) orDefaults() Build {
 	return b
 }
 
-const usage = `Blueline: a messaging API for the lines of a Mac host, or of a simulated network.
-
-Usage:
-  blueline serve   [--config FILE]      run the daemon in the foreground
-  blueline keys create [--config FILE] --label TEXT [--scopes all|scope,…] [--lines HANDLE_OR_ID,…] [--owner NAME]
-  blueline keys list   [--config FILE]
-  blueline keys revoke [--config FILE] ID
-  blueline sim inbound [--config FILE] --line HANDLE --from HANDLE [--text TEXT] [--attach PATH | --audio PATH [--transcription TEXT]]
-                       [--chat cht_… | --group NAME --participants a,b,c]
-  blueline sim reaction [--config FILE] --line HANDLE --from HANDLE --message MSG_ID_OR_GUID --type TYPE [--emoji EMOJI] [--remove]
-  blueline sim typing [--config FILE] --line HANDLE --from HANDLE [--chat cht_…] [--state on|off]
-  blueline sim edit [--config FILE] --line HANDLE --from HANDLE --message MSG_ID_OR_GUID --text TEXT
-  blueline sim unsend [--config FILE] --line HANDLE --from HANDLE --message MSG_ID_OR_GUID
-  blueline sim read [--config FILE] --line HANDLE --from HANDLE [--message MSG_ID_OR_GUID] [--delivered-only]
-  blueline sim group [--config FILE] --line HANDLE --chat cht_… --by HANDLE
-                     --add HANDLE | --remove HANDLE | --leave | --rename NAME | --photo | --remove-photo
-  blueline sandbox [--owner NAME]       every owner's sandbox; --owner starts that owner's activation
-  blueline webhooks list [--config FILE]
-  blueline webhooks deliveries [--config FILE] [--webhook wh_…] [--delivery dlv_…] [--limit N]
-  blueline webhooks redeliver [--config FILE] DELIVERY_ID
-  blueline backup  [--config FILE] [--force] FILE   hot copy of the running daemon's database
-  blueline restore [--config FILE] FILE             put a backup in place (daemon stopped)
-  blueline install --config FILE [--user NAME]      install the system service
-  blueline uninstall | start | stop | restart | status
-  blueline version
-
-Without --config, the embedded default is used: 127.0.0.1:8080, data in ./blueline-data,
-a simulated sandbox line and one simulated line with advanced features.
-`
-
-// errUsage marks a command line that is wrong; it exits 2.
+// errUsage marks a command line that is wrong; it exits 2 and prints the
+// command's own usage.
 var errUsage = errors.New("usage")
+
+// usageErrorf is a usage error: the command line is wrong.
+func usageErrorf(format string, a ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{errUsage}, a...)...)
+}
+
+// env is what the command line reads from its surroundings, replaced in
+// tests: the environment and the configuration of the installed service.
+type env struct {
+	getenv func(string) string
+	// installedConfig is the configuration file the installed service runs
+	// with, "" when no service is installed.
+	installedConfig func() string
+}
+
+func osEnv() env {
+	return env{getenv: os.Getenv, installedConfig: installedServiceConfig}
+}
+
+// app is one run of the command line: what every command shares.
+type app struct {
+	ctx            context.Context
+	build          Build
+	stdout, stderr io.Writer
+	env            env
+	configFlag     string // --config, a persistent flag
+}
 
 // Run runs the command in args (os.Args[1:]) and returns its exit status:
 // 0, 1 when it failed, 2 when the command line is wrong. serve runs until
 // ctx is done.
 func Run(ctx context.Context, build Build, args []string, stdout, stderr io.Writer) int {
-	build = build.orDefaults()
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
-	}
-	var err error
-	switch cmd, rest := args[0], args[1:]; cmd {
-	case "serve":
-		err = cmdServe(ctx, build, rest, stderr)
-	case "keys":
-		err = cmdKeys(ctx, rest, stdout)
-	case "sim":
-		err = cmdSim(ctx, rest, stdout)
-	case "sandbox":
-		err = cmdSandbox(ctx, rest, stdout)
-	case "webhooks":
-		err = cmdWebhooks(ctx, rest, stdout)
-	case "backup":
-		err = cmdBackup(ctx, rest, stdout)
-	case "restore":
-		err = cmdRestore(ctx, rest, stdout)
-	case "install", "uninstall", "start", "stop", "restart", "status":
-		err = cmdService(ctx, cmd, rest, stdout, stderr)
-	case "version", "--version":
-		fmt.Fprintf(stdout, "blueline %s (commit %s, built %s)\n", build.Version, build.Commit, build.Date)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-	default:
-		err = fmt.Errorf("%w: unknown command %q", errUsage, cmd)
-	}
+	return run(ctx, build, args, stdout, stderr, osEnv())
+}
+
+func run(ctx context.Context, build Build, args []string, stdout, stderr io.Writer, e env) int {
+	a := &app{ctx: ctx, build: build.orDefaults(), stdout: stdout, stderr: stderr, env: e}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, errUsage) || errors.Is(err, flag.ErrHelp):
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stderr, "blueline: %v\n\n", err)
+	case errors.Is(err, errUsage) || isCobraUsageError(err):
+		if cmd == nil {
+			cmd = root
 		}
-		fmt.Fprint(stderr, usage)
+		msg := strings.TrimSpace(strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+		fmt.Fprintf(stderr, "blueline: %s\n\n", msg)
+		fmt.Fprint(stderr, cmd.UsageString())
 		return 2
 	default:
 		fmt.Fprintf(stderr, "blueline: %v\n", err)
@@ -116,31 +97,145 @@ func Run(ctx context.Context, build Build, args []string, stdout, stderr io.Writ
 	}
 }
 
-// parseFlags parses flags wherever they stand among the positional
-// arguments ("revoke ID --config F" as well as "revoke --config F ID").
-func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
-	fs.SetOutput(io.Discard)
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, fmt.Errorf("%w: %v", errUsage, err)
+// isCobraUsageError recognises the errors cobra makes itself, before any
+// command runs: an unknown command (with its suggestions).
+func isCobraUsageError(err error) bool {
+	return strings.HasPrefix(err.Error(), "unknown command ")
+}
+
+// rootCommand is the whole command tree.
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "blueline",
+		Short: "A messaging API for the lines of a Mac host, or of a simulated network",
+		Long: `Blueline: a messaging API for the lines of a Mac host, or of a simulated network.
+
+The configuration is, in this order: --config FILE, else $BLUELINE_CONFIG, else
+the configuration of the installed service (the file ` + "`blueline install`" + ` was
+given), else the embedded default: 127.0.0.1:8080, data in ./blueline-data, a
+simulated sandbox line and one simulated line with advanced features.`,
+		Example: `  blueline serve
+  blueline keys create --label my-app --owner you@example.com
+  blueline status
+  blueline help keys create`,
+		Version:       a.build.Version,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// No command: the usage, as a usage error.
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return usageErrorf("which command?")
+		},
+	}
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	root.SetVersionTemplate(fmt.Sprintf("blueline %s (commit %s, built %s)\n", a.build.Version, a.build.Commit, a.build.Date))
+	root.PersistentFlags().StringVar(&a.configFlag, "config", "", "configuration file (default: $BLUELINE_CONFIG, the installed service's, or the embedded default)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	})
+	root.AddCommand(
+		a.serveCommand(),
+		a.keysCommand(),
+		a.simCommand(),
+		a.sandboxCommand(),
+		a.webhooksCommand(),
+		a.backupCommand(),
+		a.restoreCommand(),
+	)
+	root.AddCommand(a.serviceCommands()...)
+	root.AddCommand(a.statusCommand(), a.versionCommand())
+
+	// cobra's own help and completion commands, with examples like ours.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "help":
+			c.Example = "  blueline help keys create"
+		case "completion":
+			c.Example = "  blueline completion bash > /etc/bash_completion.d/blueline\n  blueline completion zsh > \"${fpath[1]}/_blueline\"\n  blueline completion fish > ~/.config/fish/completions/blueline.fish"
+			c.Args, c.SuggestionsMinimumDistance, c.RunE = cobra.ArbitraryArgs, 2, groupRunE("bash, zsh, fish or powershell")
+			for _, sh := range c.Commands() {
+				sh.Example = "  blueline completion " + sh.Name()
+			}
 		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return positional, nil
-		}
-		positional = append(positional, args[0])
-		args = args[1:]
+	}
+	return root
+}
+
+// group is a command that only holds subcommands: without one, or with an
+// unknown one, it is a usage error that suggests the nearest.
+func group(use, short, example, subcommands string) *cobra.Command {
+	return &cobra.Command{
+		Use:                        use,
+		Short:                      short,
+		Example:                    example,
+		Args:                       cobra.ArbitraryArgs,
+		SuggestionsMinimumDistance: 2,
+		RunE:                       groupRunE(subcommands),
 	}
 }
 
-// parseNoArgs parses a command's flags and refuses positional arguments.
-func parseNoArgs(fs *flag.FlagSet, args []string) error {
-	rest, err := parseFlags(fs, args)
-	if err == nil && len(rest) > 0 {
-		err = fmt.Errorf("%w: %s takes no argument %q", errUsage, fs.Name(), rest[0])
+// groupRunE is the Run of a command that only holds subcommands.
+func groupRunE(subcommands string) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return usageErrorf("%s needs a subcommand: %s", cmd.Name(), subcommands)
+		}
+		msg := fmt.Sprintf("unknown %s command %q (%s)", cmd.Name(), args[0], subcommands)
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return usageErrorf("%s", msg)
 	}
-	return err
+}
+
+// noArgs refuses positional arguments.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("%s takes no argument %q", cmd.CommandPath()[len("blueline "):], args[0])
+	}
+	return nil
+}
+
+// oneArg wants exactly one positional argument, what names.
+func oneArg(what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return usageErrorf("%s takes %s", cmd.CommandPath()[len("blueline "):], what)
+		}
+		return nil
+	}
+}
+
+// Where the configuration came from, as status says it.
+const (
+	sourceFlag      = "--config"
+	sourceEnv       = "BLUELINE_CONFIG"
+	sourceInstalled = "the installed service"
+	sourceDefault   = "the embedded default"
+)
+
+// configPath finds the configuration: --config, else $BLUELINE_CONFIG, else
+// the installed service's, else "" (the embedded default). source says
+// which.
+func (a *app) configPath() (path, source string) {
+	if a.configFlag != "" {
+		return a.configFlag, sourceFlag
+	}
+	if p := a.env.getenv("BLUELINE_CONFIG"); p != "" {
+		return p, sourceEnv
+	}
+	if p := a.env.installedConfig(); p != "" {
+		return p, sourceInstalled
+	}
+	return "", sourceDefault
+}
+
+// config loads the configuration configPath finds.
+func (a *app) config() (*config.Config, error) {
+	path, _ := a.configPath()
+	return loadConfig(path)
 }
 
 func loadConfig(path string) (*config.Config, error) {
@@ -148,4 +243,24 @@ func loadConfig(path string) (*config.Config, error) {
 		return config.Default(), nil
 	}
 	return config.Load(path)
+}
+
+func (a *app) versionCommand() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:     "version",
+		Short:   "Print the version, commit and build date",
+		Example: "  blueline version\n  blueline version --json",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b := a.build
+			if asJSON {
+				return printJSON(a.stdout, map[string]string{"version": b.Version, "commit": b.Commit, "date": b.Date})
+			}
+			fmt.Fprintf(a.stdout, "blueline %s (commit %s, built %s)\n", b.Version, b.Commit, b.Date)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
 }

@@ -1,67 +1,113 @@
 package cli
 
 import (
-	"context"
-	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/blueline-app/blueline/server"
 )
 
-func cmdKeys(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: keys needs create, list or revoke", errUsage)
+func (a *app) keysCommand() *cobra.Command {
+	keys := group("keys", "Create, list and revoke API keys",
+		"  blueline keys create --label my-app --owner you@example.com\n  blueline keys list\n  blueline keys revoke key_…",
+		"create, list or revoke")
+	keys.AddCommand(a.keysCreateCommand(), a.keysListCommand(), a.keysRevokeCommand())
+	return keys
+}
+
+func (a *app) keysCreateCommand() *cobra.Command {
+	var req server.KeyRequest
+	var lines string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "create --label TEXT [--scopes all|scope,…] [--lines HANDLE_OR_ID,…] [--owner NAME]",
+		Short: "Create an API key and print it (only the key) on stdout",
+		Long: `Create an API key and print it, and only it, on stdout: sk_live_ and 40 base62
+characters. The key is shown once: the daemon keeps only its hash.`,
+		Example: `  blueline keys create --label my-app --owner you@example.com
+  blueline keys create --label reader --scopes messages:read --lines +15550000000
+  KEY=$(blueline keys create --label ci)`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.TrimSpace(req.Label) == "" {
+				return usageErrorf("keys create needs --label")
+			}
+			req.Lines = splitList(lines)
+			var info server.KeyInfo
+			if err := a.adminDo(cmd.Context(), http.MethodPost, "/keys", req, &info); err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(a.stdout, info)
+			}
+			fmt.Fprintln(a.stdout, info.Secret)
+			return nil
+		},
 	}
-	fs := flag.NewFlagSet("keys "+args[0], flag.ContinueOnError)
-	cfgPath := fs.String("config", "", "configuration file")
-	switch args[0] {
-	case "create":
-		label := fs.String("label", "", "what the key is for")
-		scopes := fs.String("scopes", "all", "all, or scope,scope,…")
-		lines := fs.String("lines", "", "handles or line IDs the key is limited to")
-		owner := fs.String("owner", "", "who the key belongs to")
-		if err := parseNoArgs(fs, args[1:]); err != nil {
-			return err
-		}
-		if strings.TrimSpace(*label) == "" {
-			return fmt.Errorf("%w: keys create needs --label", errUsage)
-		}
-		c, err := adminClient(*cfgPath)
-		if err != nil {
-			return err
-		}
-		var info server.KeyInfo
-		req := server.KeyRequest{Label: *label, Scopes: *scopes, Lines: splitList(*lines), Owner: *owner}
-		if err := c.Do(ctx, http.MethodPost, "/keys", req, &info); err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, info.Secret)
-	case "list":
-		if err := parseNoArgs(fs, args[1:]); err != nil {
-			return err
-		}
-		var keys struct{ Data []server.KeyInfo }
-		if err := adminGet(ctx, *cfgPath, "/keys", &keys); err != nil {
-			return err
-		}
-		for _, k := range keys.Data {
-			fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Label, scopeList(k.Scopes), orAll(k.Lines), orDash(k.Owner),
-				time.UnixMilli(k.CreatedAt).UTC().Format(time.RFC3339))
-		}
-	case "revoke":
-		id, err := adminPostID(ctx, fs, cfgPath, args[1:], "/keys/revoke")
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "revoked %s\n", id)
-	default:
-		return fmt.Errorf("%w: unknown keys command %q", errUsage, args[0])
+	f := c.Flags()
+	f.StringVar(&req.Label, "label", "", "what the key is for (required)")
+	f.StringVar(&req.Scopes, "scopes", "all", "all, or scope,scope,…")
+	f.StringVar(&lines, "lines", "", "handles or line IDs the key is limited to, comma-separated (default all)")
+	f.StringVar(&req.Owner, "owner", "", "who the key belongs to")
+	f.BoolVar(&asJSON, "json", false, "print the key's record, key included, as JSON")
+	return c
+}
+
+func (a *app) keysListCommand() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List the active keys (never the keys themselves)",
+		Long: `List the active keys: ID, label, scopes, lines, owner, creation time; never
+the key itself. On a terminal, an aligned table with a header; otherwise one
+tab-separated line per key.`,
+		Example: "  blueline keys list\n  blueline keys list --json",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var keys []server.KeyInfo
+			raw, err := a.adminList(cmd.Context(), "/keys", &keys)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printRawJSON(a.stdout, raw)
+			}
+			rows := make([][]string, 0, len(keys))
+			for _, k := range keys {
+				rows = append(rows, []string{k.ID, k.Label, scopeList(k.Scopes), orAll(k.Lines), orDash(k.Owner),
+					time.UnixMilli(k.CreatedAt).UTC().Format(time.RFC3339)})
+			}
+			return printTable(a.stdout, []string{"ID", "LABEL", "SCOPES", "LINES", "OWNER", "CREATED"}, rows)
+		},
 	}
-	return nil
+	c.Flags().BoolVar(&asJSON, "json", false, "print the keys as a JSON array")
+	return c
+}
+
+func (a *app) keysRevokeCommand() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:     "revoke ID",
+		Short:   "Revoke a key at once",
+		Example: "  blueline keys revoke key_…",
+		Args:    oneArg("one ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := a.adminDo(cmd.Context(), http.MethodPost, "/keys/revoke", map[string]string{"id": args[0]}, nil); err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(a.stdout, map[string]any{"id": args[0], "revoked": true})
+			}
+			fmt.Fprintf(a.stdout, "revoked %s\n", args[0])
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return c
 }
 
 func scopeList(scopes []string) string {

@@ -2,24 +2,34 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+
+	"github.com/spf13/cobra"
 
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/daemon"
 	"github.com/blueline-app/blueline/server"
 )
 
-func cmdServe(ctx context.Context, build Build, args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	cfgPath := fs.String("config", "", "configuration file")
-	if err := parseNoArgs(fs, args); err != nil {
-		return err
+func (a *app) serveCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "serve",
+		Short: "Run the daemon in the foreground",
+		Long: `Run the daemon in the foreground until SIGINT or SIGTERM, then shut it down
+within 10 s. The configuration is --config, else $BLUELINE_CONFIG, else the
+installed service's, else the embedded default.`,
+		Example: `  blueline serve
+  blueline serve --config /etc/blueline/blueline.toml
+  BLUELINE_CONFIG=./blueline.toml blueline serve`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path, _ := a.configPath()
+			// The same program the system service runs (service.go).
+			return runProgram(cmd.Context(), newProgram(path, a.build, a.stderr))
+		},
 	}
-	// The same program the system service runs (service.go).
-	return runProgram(ctx, newProgram(*cfgPath, build, stderr))
 }
 
 // serve runs the daemon until ctx is done, then shuts it down within

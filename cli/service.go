@@ -4,15 +4,15 @@ import (
 	"context"
 	"encoding/xml"
 	"errors"
-	"flag"
 	"fmt"
+	"html"
 	"io"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/kardianos/service"
+	"github.com/spf13/cobra"
 
 	"github.com/blueline-app/blueline/config"
 )
@@ -565,60 +566,147 @@ func (s *serviceSetup) launchctl(ctx context.Context, first error, cmds [][]stri
 	return nil
 }
 
-// serviceUsage completes a usage error (usage does not list these).
-const serviceUsage = "the service commands: blueline install --config FILE [--user NAME] | uninstall | start | stop | restart | status"
+// serviceCommands are install, uninstall, start, stop and restart (status
+// is its own, in status.go).
+func (a *app) serviceCommands() []*cobra.Command {
+	var runAs string
+	install := &cobra.Command{
+		Use:   "install --config FILE [--user NAME]",
+		Short: "Install the system service running `serve --config FILE`",
+		Long: `Install the system service running ` + "`blueline serve --config FILE`" + `: a LaunchAgent
+of the logged-in user on macOS, a sandboxed systemd unit on Linux (as --user,
+default blueline; run as root). The configuration is --config or
+$BLUELINE_CONFIG: a service does not run on the embedded default. Once
+installed, the other commands find this configuration without --config.`,
+		Example: "  sudo blueline install --config /etc/blueline/blueline.toml\n  blueline install --config \"$HOME/Library/Application Support/Blueline/blueline.toml\"",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfgPath := a.configFlag
+			if cfgPath == "" {
+				cfgPath = a.env.getenv("BLUELINE_CONFIG")
+			}
+			// A service must not run on the embedded default: its data
+			// folder is relative to a working directory nobody chose.
+			if cfgPath == "" {
+				return usageErrorf("install needs --config FILE (or $BLUELINE_CONFIG): a service does not run on the embedded default")
+			}
+			if runtime.GOOS == "darwin" && cmd.Flags().Changed("user") {
+				return usageErrorf("--user is for Linux: the LaunchAgent runs as the user who installs it")
+			}
+			return a.serviceAction(cmd.Context(), "install", cfgPath, runAs)
+		},
+	}
+	install.Flags().StringVar(&runAs, "user", serviceUser, "Linux: the account the service runs as")
+	cmds := []*cobra.Command{install}
+	for _, c := range []struct{ name, short, example string }{
+		{"uninstall", "Remove the system service, keeping the configuration and the data", "  sudo blueline uninstall"},
+		{"start", "Start the system service", "  sudo blueline start"},
+		{"stop", "Stop the system service", "  sudo blueline stop"},
+		{"restart", "Restart the system service", "  sudo blueline restart"},
+	} {
+		cmds = append(cmds, &cobra.Command{
+			Use:     c.name,
+			Short:   c.short,
+			Long:    c.short + ": a systemd unit on Linux (run as root), a LaunchAgent of the logged-in user on macOS.",
+			Example: c.example,
+			Args:    noArgs,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				if cmd.Flags().Changed("config") {
+					return usageErrorf("%s takes no --config: only install does (the service runs with the configuration it was installed with)", c.name)
+				}
+				return a.serviceAction(cmd.Context(), c.name, "", "")
+			},
+		})
+	}
+	return cmds
+}
 
-// cmdService installs and controls the system service: a systemd unit on
-// Linux, a LaunchAgent of the logged-in user on macOS.
-func cmdService(ctx context.Context, action string, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet(action, flag.ContinueOnError)
-	cfgPath := fs.String("config", "", "configuration file the service runs with")
-	runAs := fs.String("user", serviceUser, "Linux: the account the service runs as")
-	if err := parseNoArgs(fs, args); err != nil {
-		return fmt.Errorf("%w (%s)", err, serviceUsage)
-	}
-	var set []string
-	fs.Visit(func(f *flag.Flag) { set = append(set, "--"+f.Name) })
-	switch {
-	case action != "install" && len(set) > 0:
-		return fmt.Errorf("%w: %s takes no %s: only install does (%s)", errUsage, action, set[0], serviceUsage)
-	case runtime.GOOS == "darwin" && slices.Contains(set, "--user"):
-		return fmt.Errorf("%w: --user is for Linux: the LaunchAgent runs as the user who installs it", errUsage)
-	}
+// serviceSetupHere is the service on this machine, or why there is none.
+func serviceSetupHere(action string, stdout io.Writer) (*serviceSetup, error) {
 	s := &serviceSetup{goos: runtime.GOOS, unit: unitSpec{Name: serviceName}, uid: os.Getuid(), out: stdout}
-	var err error
-	if action == "install" {
-		// A service must not run on the embedded default: its data folder
-		// is relative to a working directory nobody chose.
-		if *cfgPath == "" {
-			return fmt.Errorf("%w: install needs --config FILE: a service does not run on the embedded default (%s)", errUsage, serviceUsage)
-		}
-		if s.unit, err = installSpec(*cfgPath); err != nil {
-			return err
-		}
-	}
 	switch runtime.GOOS {
 	case "darwin":
 		s.userService, s.unit.Name = true, launchdLabel
 		if os.Geteuid() == 0 {
-			return errors.New("the service is a LaunchAgent of the user logged in to Messages: run this as that user, without sudo")
+			return nil, errors.New("the service is a LaunchAgent of the user logged in to Messages: run this as that user, without sudo")
 		}
 	case "linux":
 		if p := service.Platform(); p != "linux-systemd" {
-			return fmt.Errorf("the service needs systemd, and systemd is not running here (%s): run `blueline serve --config FILE` under your own supervisor", orNone(p))
+			return nil, fmt.Errorf("the service needs systemd, and systemd is not running here (%s): run `blueline serve --config FILE` under your own supervisor", orNone(p))
 		}
 		if os.Geteuid() != 0 && action != "status" {
-			return fmt.Errorf("%s changes a system service: run it as root (sudo blueline %s)", action, action)
+			return nil, fmt.Errorf("%s changes a system service: run it as root (sudo blueline %s)", action, action)
 		}
 	default:
-		return fmt.Errorf("the service commands support Linux (systemd) and macOS (launchd), not %s", runtime.GOOS)
+		return nil, fmt.Errorf("the service commands support Linux (systemd) and macOS (launchd), not %s", runtime.GOOS)
+	}
+	return s, nil
+}
+
+// serviceAction installs or controls the system service: a systemd unit on
+// Linux, a LaunchAgent of the logged-in user on macOS.
+func (a *app) serviceAction(ctx context.Context, action, cfgPath, runAs string) error {
+	var spec unitSpec
+	if action == "install" {
+		var err error
+		if spec, err = installSpec(cfgPath); err != nil {
+			return err
+		}
+	}
+	s, err := serviceSetupHere(action, a.stdout)
+	if err != nil {
+		return err
 	}
 	if action == "install" {
-		if err := s.prepare(*runAs, stderr); err != nil {
+		name := s.unit.Name
+		s.unit = spec
+		s.unit.Name = name
+		if err := s.prepare(runAs, a.stderr); err != nil {
 			return err
 		}
 	}
 	return s.control(ctx, action)
+}
+
+// installedServiceConfig is the configuration file the installed service
+// runs with: read from its service file (the one `blueline install` wrote,
+// or the .deb's unit), "" when there is none.
+func installedServiceConfig() string {
+	var paths []string
+	switch runtime.GOOS {
+	case "darwin":
+		s := &serviceSetup{goos: "darwin", unit: unitSpec{Name: launchdLabel}, userService: true}
+		if p, err := s.path(); err == nil {
+			paths = append(paths, p)
+		}
+	case "linux":
+		paths = []string{"/etc/systemd/system/" + serviceName + ".service", "/usr/lib/systemd/system/" + serviceName + ".service", "/lib/systemd/system/" + serviceName + ".service"}
+	}
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil {
+			if cfg := configInServiceFile(string(b)); cfg != "" {
+				return cfg
+			}
+		}
+	}
+	return ""
+}
+
+var (
+	systemdConfigArg = regexp.MustCompile(`(?m)^ExecStart=.*\sserve\s+--config\s+("([^"]*)"|(\S+))`)
+	launchdConfigArg = regexp.MustCompile(`<string>--config</string>\s*<string>([^<]*)</string>`)
+)
+
+// configInServiceFile finds the configuration in a systemd unit's ExecStart
+// or a LaunchAgent's ProgramArguments, as the templates write them.
+func configInServiceFile(text string) string {
+	if m := systemdConfigArg.FindStringSubmatch(text); m != nil {
+		return m[2] + m[3]
+	}
+	if m := launchdConfigArg.FindStringSubmatch(text); m != nil {
+		return html.UnescapeString(m[1])
+	}
+	return ""
 }
 
 func orNone(platform string) string {

@@ -1,15 +1,14 @@
 package cli
 
 import (
-	"context"
 	"errors"
-	"flag"
-	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/server"
@@ -18,203 +17,303 @@ import (
 // simCommands lists the sim subcommands, for the usage errors.
 const simCommands = "inbound, reaction, typing, edit, unsend, read or group"
 
-func cmdSim(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: sim needs a subcommand: %s", errUsage, simCommands)
-	}
-	fs := flag.NewFlagSet("sim "+args[0], flag.ContinueOnError)
-	cfgPath := fs.String("config", "", "configuration file")
-	var path string
-	var in any
-	switch args[0] {
-	case "inbound":
-		var req server.SimInbound
-		fs.StringVar(&req.Line, "line", "", "the line that receives the message")
-		fs.StringVar(&req.From, "from", "", "the simulated contact's handle")
-		fs.StringVar(&req.Text, "text", "", "the message text")
-		fs.StringVar(&req.Chat, "chat", "", "an existing chat (cht_…) to send into")
-		fs.StringVar(&req.Group, "group", "", "name of a new group chat")
-		participants := fs.String("participants", "", "members of the new group chat, comma-separated")
-		fs.StringVar(&req.Attach, "attach", "", "a file to attach: a picture, a .vcf contact card…")
-		fs.StringVar(&req.Audio, "audio", "", "an audio file sent as a voice memo")
-		fs.Func("transcription", "the voice memo's transcription (omit it: not transcribed yet)", func(v string) error {
-			req.Transcription = &v
-			return nil
-		})
-		if err := parseNoArgs(fs, args[1:]); err != nil {
-			return err
-		}
-		if req.Line == "" || req.From == "" || req.Text == "" && req.Attach == "" && req.Audio == "" {
-			return fmt.Errorf("%w: sim inbound needs --line, --from and --text (or --attach or --audio)", errUsage)
-		}
-		if (req.Group == "") != (*participants == "") {
-			return fmt.Errorf("%w: --group and --participants go together", errUsage)
-		}
-		if req.Transcription != nil && req.Audio == "" {
-			return fmt.Errorf("%w: --transcription goes with --audio", errUsage)
-		}
-		// The daemon reads the file: give it a path that does not depend
-		// on this command's working directory.
-		for _, p := range []*string{&req.Attach, &req.Audio} {
-			if *p != "" {
-				abs, err := filepath.Abs(*p)
-				if err != nil {
-					return err
-				}
-				*p = abs
-			}
-		}
-		req.Participants = splitList(*participants)
-		path, in = "/sim/inbound", req
-	case "reaction":
-		var req server.SimReaction
-		fs.StringVar(&req.Line, "line", "", "the line whose message is reacted to")
-		fs.StringVar(&req.From, "from", "", "the simulated contact's handle")
-		fs.StringVar(&req.Message, "message", "", "the message (msg_… or GUID)")
-		fs.StringVar(&req.Type, "type", "", "love, like, dislike, laugh, emphasize, question, emoji (with --emoji) or sticker")
-		fs.StringVar(&req.Emoji, "emoji", "", "the emoji of a --type emoji tapback")
-		fs.BoolVar(&req.Remove, "remove", false, "remove the reaction instead of adding it")
-		if err := parseNoArgs(fs, args[1:]); err != nil {
-			return err
-		}
-		if req.Line == "" || req.From == "" || req.Message == "" || req.Type == "" {
-			return fmt.Errorf("%w: sim reaction needs --line, --from, --message and --type", errUsage)
-		}
-		switch {
-		case req.Type == bridge.ReactionEmoji && req.Emoji == "":
-			return fmt.Errorf("%w: --type emoji needs --emoji", errUsage)
-		case req.Type != bridge.ReactionEmoji && req.Emoji != "":
-			return fmt.Errorf("%w: --emoji goes with --type emoji", errUsage)
-		}
-		path, in = "/sim/reaction", req
-	case "typing":
-		var req server.SimTyping
-		fs.StringVar(&req.Line, "line", "", "the line the contact is typing to")
-		fs.StringVar(&req.From, "from", "", "the simulated contact's handle")
-		fs.StringVar(&req.Chat, "chat", "", "a group chat (cht_…); default the one-to-one chat")
-		fs.StringVar(&req.State, "state", "on", "on or off")
-		if err := parseNoArgs(fs, args[1:]); err != nil {
-			return err
-		}
-		if req.Line == "" || req.From == "" {
-			return fmt.Errorf("%w: sim typing needs --line and --from", errUsage)
-		}
-		if req.State != "on" && req.State != "off" {
-			return fmt.Errorf("%w: --state is on or off", errUsage)
-		}
-		path, in = "/sim/typing", req
-	case "edit":
-		var req server.SimEdit
-		fs.StringVar(&req.Line, "line", "", "the line the message was sent to")
-		fs.StringVar(&req.From, "from", "", "the simulated contact who sent it")
-		fs.StringVar(&req.Message, "message", "", "the message (msg_… or GUID)")
-		fs.StringVar(&req.Text, "text", "", "the message's new text")
-		if err := parseNoArgs(fs, args[1:]); err != nil {
-			return err
-		}
-		if req.Line == "" || req.From == "" || req.Message == "" || req.Text == "" {
-			return fmt.Errorf("%w: sim edit needs --line, --from, --message and --text", errUsage)
-		}
-		path, in = "/sim/edit", req
-	case "unsend":
-		var req server.SimUnsend
-		fs.StringVar(&req.Line, "line", "", "the line the message was sent to")
-		fs.StringVar(&req.From, "from", "", "the simulated contact who sent it")
-		fs.StringVar(&req.Message, "message", "", "the message (msg_… or GUID)")
-		if err := parseNoArgs(fs, args[1:]); err != nil {
-			return err
-		}
-		if req.Line == "" || req.From == "" || req.Message == "" {
-			return fmt.Errorf("%w: sim unsend needs --line, --from and --message", errUsage)
-		}
-		path, in = "/sim/unsend", req
-	case "read":
-		var req server.SimRead
-		fs.StringVar(&req.Line, "line", "", "the line whose message is read")
-		fs.StringVar(&req.From, "from", "", "the simulated contact who reads it")
-		fs.StringVar(&req.Message, "message", "", "the line's message (msg_… or GUID); default its latest to --from")
-		fs.BoolVar(&req.DeliveredOnly, "delivered-only", false, "only deliver the message to the contact's device, unread")
-		if err := parseNoArgs(fs, args[1:]); err != nil {
-			return err
-		}
-		if req.Line == "" || req.From == "" {
-			return fmt.Errorf("%w: sim read needs --line and --from", errUsage)
-		}
-		path, in = "/sim/read", req
-	case "group":
-		req, err := parseSimGroup(fs, args[1:])
-		if err != nil {
-			return err
-		}
-		path, in = "/sim/group", req
-	default:
-		return fmt.Errorf("%w: unknown sim command %q (%s)", errUsage, args[0], simCommands)
-	}
-	return adminPrint(ctx, *cfgPath, http.MethodPost, path, in, stdout)
+func (a *app) simCommand() *cobra.Command {
+	sim := group("sim", "Simulate contacts on a simulated line: messages, tapbacks, typing, edits, reads, group changes",
+		"  blueline sim inbound --line +15550000000 --from +15551234567 --text hello\n  blueline sim typing --line +15550000000 --from +15551234567",
+		simCommands)
+	sim.AddCommand(
+		a.simInboundCommand(), a.simReactionCommand(), a.simTypingCommand(), a.simEditCommand(),
+		a.simUnsendCommand(), a.simReadCommand(), a.simGroupCommand(),
+	)
+	return sim
 }
 
-// parseSimGroup reads `sim group`, whose flags name one change each.
-func parseSimGroup(fs *flag.FlagSet, args []string) (server.SimGroup, error) {
+// simPost is a sim command: check the request, post it, print the answer.
+func (a *app) simPost(use, short, long, example, path string, flags func(*pflag.FlagSet), check func() (any, error)) *cobra.Command {
+	c := &cobra.Command{
+		Use:     use,
+		Short:   short,
+		Long:    long,
+		Example: example,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req, err := check()
+			if err != nil {
+				return err
+			}
+			return a.adminPrint(cmd.Context(), http.MethodPost, path, req)
+		},
+	}
+	flags(c.Flags())
+	return c
+}
+
+func (a *app) simInboundCommand() *cobra.Command {
+	var req server.SimInbound
+	var participants string
+	return a.simPost(
+		"inbound --line HANDLE --from HANDLE [--text TEXT] [--attach PATH | --audio PATH [--transcription TEXT]] [--chat cht_… | --group NAME --participants a,b,c]",
+		"A simulated contact texts a line; prints the stored message as JSON",
+		`A simulated contact texts a line, optionally with a file (a picture, a .vcf
+contact card…) or a voice memo, and the stored message is printed as JSON.
+--text may be left out when a file is sent. Without --transcription a voice
+memo's transcription is null (not transcribed yet).`,
+		`  blueline sim inbound --line +15550000000 --from +15551234567 --text hello
+  blueline sim inbound --line +15550000000 --from +15551234567 --attach cat.jpg
+  blueline sim inbound --line +15550000000 --from +15551234567 --audio memo.m4a --transcription "call me"
+  blueline sim inbound --line +15550000000 --from +15551234567 --text hi --group Friends --participants +15551234567,+15557654321`,
+		"/sim/inbound",
+		func(f *pflag.FlagSet) {
+			f.StringVar(&req.Line, "line", "", "the line that receives the message")
+			f.StringVar(&req.From, "from", "", "the simulated contact's handle")
+			f.StringVar(&req.Text, "text", "", "the message text")
+			f.StringVar(&req.Chat, "chat", "", "an existing chat (cht_…) to send into")
+			f.StringVar(&req.Group, "group", "", "name of a new group chat")
+			f.StringVar(&participants, "participants", "", "members of the new group chat, comma-separated")
+			f.StringVar(&req.Attach, "attach", "", "a file to attach: a picture, a .vcf contact card…")
+			f.StringVar(&req.Audio, "audio", "", "an audio file sent as a voice memo")
+			f.Func("transcription", "the voice memo's transcription (omit it: not transcribed yet)", func(v string) error {
+				req.Transcription = &v
+				return nil
+			})
+		},
+		func() (any, error) {
+			if req.Line == "" || req.From == "" || req.Text == "" && req.Attach == "" && req.Audio == "" {
+				return nil, usageErrorf("sim inbound needs --line, --from and --text (or --attach or --audio)")
+			}
+			if (req.Group == "") != (participants == "") {
+				return nil, usageErrorf("--group and --participants go together")
+			}
+			if req.Transcription != nil && req.Audio == "" {
+				return nil, usageErrorf("--transcription goes with --audio")
+			}
+			// The daemon reads the file: give it a path that does not depend
+			// on this command's working directory.
+			for _, p := range []*string{&req.Attach, &req.Audio} {
+				if *p != "" {
+					abs, err := filepath.Abs(*p)
+					if err != nil {
+						return nil, err
+					}
+					*p = abs
+				}
+			}
+			req.Participants = splitList(participants)
+			return req, nil
+		})
+}
+
+func (a *app) simReactionCommand() *cobra.Command {
+	var req server.SimReaction
+	return a.simPost(
+		"reaction --line HANDLE --from HANDLE --message MSG_ID_OR_GUID --type TYPE [--emoji EMOJI] [--remove]",
+		"A simulated contact adds or removes a tapback; prints the reaction as JSON",
+		`A simulated contact adds (or, with --remove, removes) a tapback on a message
+of its chat. --type is one of the six classic tapbacks, emoji (with --emoji)
+or sticker. The reaction record is printed as JSON.`,
+		`  blueline sim reaction --line +15550000000 --from +15551234567 --message msg_… --type love
+  blueline sim reaction --line +15550000000 --from +15551234567 --message msg_… --type emoji --emoji 🎉
+  blueline sim reaction --line +15550000000 --from +15551234567 --message msg_… --type love --remove`,
+		"/sim/reaction",
+		func(f *pflag.FlagSet) {
+			f.StringVar(&req.Line, "line", "", "the line whose message is reacted to")
+			f.StringVar(&req.From, "from", "", "the simulated contact's handle")
+			f.StringVar(&req.Message, "message", "", "the message (msg_… or GUID)")
+			f.StringVar(&req.Type, "type", "", "love, like, dislike, laugh, emphasize, question, emoji (with --emoji) or sticker")
+			f.StringVar(&req.Emoji, "emoji", "", "the emoji of a --type emoji tapback")
+			f.BoolVar(&req.Remove, "remove", false, "remove the reaction instead of adding it")
+		},
+		func() (any, error) {
+			if req.Line == "" || req.From == "" || req.Message == "" || req.Type == "" {
+				return nil, usageErrorf("sim reaction needs --line, --from, --message and --type")
+			}
+			switch {
+			case req.Type == bridge.ReactionEmoji && req.Emoji == "":
+				return nil, usageErrorf("--type emoji needs --emoji")
+			case req.Type != bridge.ReactionEmoji && req.Emoji != "":
+				return nil, usageErrorf("--emoji goes with --type emoji")
+			}
+			return req, nil
+		})
+}
+
+func (a *app) simTypingCommand() *cobra.Command {
+	var req server.SimTyping
+	return a.simPost(
+		"typing --line HANDLE --from HANDLE [--chat cht_…] [--state on|off]",
+		"A simulated contact starts or stops typing; prints the indicator as JSON",
+		`A simulated contact starts (default) or stops typing in its chat with the
+line, or in a group chat with --chat. The indicator is printed as JSON.`,
+		`  blueline sim typing --line +15550000000 --from +15551234567
+  blueline sim typing --line +15550000000 --from +15551234567 --state off`,
+		"/sim/typing",
+		func(f *pflag.FlagSet) {
+			f.StringVar(&req.Line, "line", "", "the line the contact is typing to")
+			f.StringVar(&req.From, "from", "", "the simulated contact's handle")
+			f.StringVar(&req.Chat, "chat", "", "a group chat (cht_…); default the one-to-one chat")
+			f.StringVar(&req.State, "state", "on", "on or off")
+		},
+		func() (any, error) {
+			if req.Line == "" || req.From == "" {
+				return nil, usageErrorf("sim typing needs --line and --from")
+			}
+			if req.State != "on" && req.State != "off" {
+				return nil, usageErrorf("--state is on or off")
+			}
+			return req, nil
+		})
+}
+
+func (a *app) simEditCommand() *cobra.Command {
+	var req server.SimEdit
+	return a.simPost(
+		"edit --line HANDLE --from HANDLE --message MSG_ID_OR_GUID --text TEXT",
+		"A simulated contact edits a message it sent; prints the message as JSON",
+		"A simulated contact edits a message it sent (message.edited). The message is printed as JSON.",
+		"  blueline sim edit --line +15550000000 --from +15551234567 --message msg_… --text \"hello again\"",
+		"/sim/edit",
+		func(f *pflag.FlagSet) {
+			f.StringVar(&req.Line, "line", "", "the line the message was sent to")
+			f.StringVar(&req.From, "from", "", "the simulated contact who sent it")
+			f.StringVar(&req.Message, "message", "", "the message (msg_… or GUID)")
+			f.StringVar(&req.Text, "text", "", "the message's new text")
+		},
+		func() (any, error) {
+			if req.Line == "" || req.From == "" || req.Message == "" || req.Text == "" {
+				return nil, usageErrorf("sim edit needs --line, --from, --message and --text")
+			}
+			return req, nil
+		})
+}
+
+func (a *app) simUnsendCommand() *cobra.Command {
+	var req server.SimUnsend
+	return a.simPost(
+		"unsend --line HANDLE --from HANDLE --message MSG_ID_OR_GUID",
+		"A simulated contact unsends a message it sent; prints the message as JSON",
+		"A simulated contact unsends a message it sent (message.unsent). The message is printed as JSON.",
+		"  blueline sim unsend --line +15550000000 --from +15551234567 --message msg_…",
+		"/sim/unsend",
+		func(f *pflag.FlagSet) {
+			f.StringVar(&req.Line, "line", "", "the line the message was sent to")
+			f.StringVar(&req.From, "from", "", "the simulated contact who sent it")
+			f.StringVar(&req.Message, "message", "", "the message (msg_… or GUID)")
+		},
+		func() (any, error) {
+			if req.Line == "" || req.From == "" || req.Message == "" {
+				return nil, usageErrorf("sim unsend needs --line, --from and --message")
+			}
+			return req, nil
+		})
+}
+
+func (a *app) simReadCommand() *cobra.Command {
+	var req server.SimRead
+	return a.simPost(
+		"read --line HANDLE --from HANDLE [--message MSG_ID_OR_GUID] [--delivered-only]",
+		"A simulated contact reads a message the line sent; prints the message as JSON",
+		`A simulated contact reads a message the line sent in their one-to-one chat,
+by default the latest (message.delivered, then receipt.read); --delivered-only
+only delivers it. The message is printed as JSON.`,
+		`  blueline sim read --line +15550000000 --from +15551234567
+  blueline sim read --line +15550000000 --from +15551234567 --message msg_… --delivered-only`,
+		"/sim/read",
+		func(f *pflag.FlagSet) {
+			f.StringVar(&req.Line, "line", "", "the line whose message is read")
+			f.StringVar(&req.From, "from", "", "the simulated contact who reads it")
+			f.StringVar(&req.Message, "message", "", "the line's message (msg_… or GUID); default its latest to --from")
+			f.BoolVar(&req.DeliveredOnly, "delivered-only", false, "only deliver the message to the contact's device, unread")
+		},
+		func() (any, error) {
+			if req.Line == "" || req.From == "" {
+				return nil, usageErrorf("sim read needs --line and --from")
+			}
+			return req, nil
+		})
+}
+
+// simGroupCommand is `sim group`, whose flags name one change each.
+func (a *app) simGroupCommand() *cobra.Command {
 	var req server.SimGroup
-	fs.StringVar(&req.Line, "line", "", "the line in the group")
-	fs.StringVar(&req.Chat, "chat", "", "the group chat (cht_…)")
-	fs.StringVar(&req.By, "by", "", "the member who makes the change, or the line's own handle")
 	var given []string // the change flags, in order
 	change := func(name, action string) { given, req.Action = append(given, "--"+name), action }
-	member := func(name, action, help string) {
-		fs.Func(name, help, func(v string) error {
-			if v == "" {
-				return errors.New("needs a handle")
+	return a.simPost(
+		"group --line HANDLE --chat cht_… --by HANDLE (--add HANDLE | --remove HANDLE | --leave | --rename NAME | --photo | --remove-photo)",
+		"A member of a group chat makes one change to it; prints the change as JSON",
+		`A member of a group chat (or, with --by the line's handle, its owner) makes
+one change to it (chat.updated). --rename "" clears the name. The change is
+printed as the event's data.`,
+		`  blueline sim group --line +15550000000 --chat cht_… --by +15551234567 --add +15557654321
+  blueline sim group --line +15550000000 --chat cht_… --by +15551234567 --rename "Book club"
+  blueline sim group --line +15550000000 --chat cht_… --by +15551234567 --leave`,
+		"/sim/group",
+		func(f *pflag.FlagSet) {
+			f.StringVar(&req.Line, "line", "", "the line in the group")
+			f.StringVar(&req.Chat, "chat", "", "the group chat (cht_…)")
+			f.StringVar(&req.By, "by", "", "the member who makes the change, or the line's own handle")
+			member := func(name, action, help string) {
+				f.Func(name, help, func(v string) error {
+					if v == "" {
+						return errors.New("needs a handle")
+					}
+					change(name, action)
+					req.Participant = v
+					return nil
+				})
 			}
-			change(name, action)
-			req.Participant = v
-			return nil
-		})
-	}
-	member("add", bridge.ChatParticipantAdded, "a handle --by adds to the group")
-	member("remove", bridge.ChatParticipantRemoved, "a member --by removes from the group")
-	// Func, not String: --rename "" is a change too (the name cleared).
-	fs.Func("rename", `the group's new name ("" clears it)`, func(v string) error {
-		change("rename", bridge.ChatRenamed)
-		req.Name = v
-		return nil
-	})
-	for _, f := range []struct{ name, action, help string }{
-		{"leave", bridge.ChatParticipantLeft, "--by leaves the group"},
-		{"photo", bridge.ChatPhotoChanged, "--by changes the group's photo"},
-		{"remove-photo", bridge.ChatPhotoRemoved, "--by removes the group's photo"},
-	} {
-		fs.BoolFunc(f.name, f.help, func(v string) error {
-			on, err := strconv.ParseBool(v)
-			if on {
-				change(f.name, f.action)
+			member("add", bridge.ChatParticipantAdded, "a handle --by adds to the group")
+			member("remove", bridge.ChatParticipantRemoved, "a member --by removes from the group")
+			// Func, not String: --rename "" is a change too (the name cleared).
+			f.Func("rename", `the group's new name ("" clears it)`, func(v string) error {
+				change("rename", bridge.ChatRenamed)
+				req.Name = v
+				return nil
+			})
+			for _, b := range []struct{ name, action, help string }{
+				{"leave", bridge.ChatParticipantLeft, "--by leaves the group"},
+				{"photo", bridge.ChatPhotoChanged, "--by changes the group's photo"},
+				{"remove-photo", bridge.ChatPhotoRemoved, "--by removes the group's photo"},
+			} {
+				f.BoolFunc(b.name, b.help, func(v string) error {
+					on, err := strconv.ParseBool(v)
+					if on {
+						change(b.name, b.action)
+					}
+					return err
+				})
 			}
-			return err
+		},
+		func() (any, error) {
+			switch {
+			case req.Line == "" || req.Chat == "" || req.By == "":
+				return nil, usageErrorf("sim group needs --line, --chat and --by")
+			case len(given) == 0:
+				return nil, usageErrorf("sim group needs a change: --add, --remove, --leave, --rename, --photo or --remove-photo")
+			case len(given) > 1:
+				return nil, usageErrorf("sim group makes one change at a time, not %s", strings.Join(given, " and "))
+			}
+			return req, nil
 		})
-	}
-	if err := parseNoArgs(fs, args); err != nil {
-		return req, err
-	}
-	switch {
-	case req.Line == "" || req.Chat == "" || req.By == "":
-		return req, fmt.Errorf("%w: sim group needs --line, --chat and --by", errUsage)
-	case len(given) == 0:
-		return req, fmt.Errorf("%w: sim group needs a change: --add, --remove, --leave, --rename, --photo or --remove-photo", errUsage)
-	case len(given) > 1:
-		return req, fmt.Errorf("%w: sim group makes one change at a time, not %s", errUsage, strings.Join(given, " and "))
-	}
-	return req, nil
 }
 
-func cmdSandbox(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("sandbox", flag.ContinueOnError)
-	cfgPath := fs.String("config", "", "configuration file")
-	owner := fs.String("owner", "", "start (or show) this owner's activation")
-	if err := parseNoArgs(fs, args); err != nil {
-		return err
+func (a *app) sandboxCommand() *cobra.Command {
+	var owner string
+	c := &cobra.Command{
+		Use:   "sandbox [--owner NAME]",
+		Short: "Print the sandbox line and every owner's sandbox as JSON",
+		Long: `Print the sandbox line as JSON: handle, line_id, and owners, each owner's
+sandbox (every owner of a key, and every owner that started one) as
+GET /v1/sandbox answers it plus owner. With --owner, start that owner's
+activation (as POST /v1/sandbox does) and print it.`,
+		Example: "  blueline sandbox\n  blueline sandbox --owner you@example.com",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if owner != "" {
+				return a.adminPrint(cmd.Context(), http.MethodPost, "/sandbox", map[string]string{"owner": owner})
+			}
+			return a.adminPrint(cmd.Context(), http.MethodGet, "/sandbox", nil)
+		},
 	}
-	if *owner != "" {
-		return adminPrint(ctx, *cfgPath, http.MethodPost, "/sandbox", map[string]string{"owner": *owner}, stdout)
-	}
-	return adminPrint(ctx, *cfgPath, http.MethodGet, "/sandbox", nil, stdout)
+	c.Flags().StringVar(&owner, "owner", "", "start (or show) this owner's activation")
+	return c
 }

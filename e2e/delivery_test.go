@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/bridge/sim"
@@ -23,48 +21,6 @@ func decodeJSON(t testing.TB, s string, v any) {
 	t.Helper()
 	if err := json.Unmarshal([]byte(s), v); err != nil {
 		t.Fatalf("decode %q: %v", s, err)
-	}
-}
-
-func TestDeliveryRetries(t *testing.T) {
-	td := startTestDaemon(t, "") // max_attempts = 3
-	key := td.key()
-	td.inbound(mainLine, alice, "hi")
-	td.inbound(mainLine, bob, "hi")
-	td.inbound(mainLine, carol, "hi")
-
-	// Two transient failures, then success: sent on the third attempt.
-	td.d.Sim().FailSends(alice, errors.New("network busy"), errors.New("network busy"))
-	obx := td.send(key, map[string]any{"from": mainLine, "to": alice, "text": "third time lucky"})
-	item := td.waitOutbox(key, obx["id"].(string))
-	if item["status"] != "sent" || item["attempts"] != 3.0 || item["max_attempts"] != 3.0 || item["error"] != nil {
-		t.Fatalf("after two transient failures: %v", item)
-	}
-
-	// A permanent failure fails at once.
-	td.d.Sim().FailSends(bob, bridge.Permanent(errors.New("recipient unreachable")))
-	obx = td.send(key, map[string]any{"from": mainLine, "to": bob, "text": "lost"})
-	item = td.waitOutbox(key, obx["id"].(string))
-	if item["status"] != "failed" || item["attempts"] != 1.0 || item["error"] != "recipient unreachable" || item["completed_at"] == nil {
-		t.Fatalf("after a permanent failure: %v", item)
-	}
-
-	// Transient failures beyond max_attempts fail the item.
-	td.d.Sim().FailSends(carol, errors.New("e1"), errors.New("e2"), errors.New("e3"))
-	obx = td.send(key, map[string]any{"from": mainLine, "to": carol, "text": "never"})
-	item = td.waitOutbox(key, obx["id"].(string))
-	if item["status"] != "failed" || item["attempts"] != 3.0 || item["error"] != "e3" {
-		t.Fatalf("after max_attempts transient failures: %v", item)
-	}
-	for _, who := range []string{bob, carol} {
-		for _, m := range td.call("GET", "/v1/messages?from="+mainLine+"&to="+who, key, nil).data() {
-			if m["is_from_me"] == true {
-				t.Errorf("a failed send is in %s's history: %v", who, m)
-			}
-		}
-	}
-	if payload := item["payload"].(map[string]any); payload["to"] != carol || payload["text"] != "never" {
-		t.Errorf("payload %v", payload)
 	}
 }
 
@@ -279,31 +235,4 @@ func runCLI(args ...string) (stdout, stderr string, code int) {
 	var out, errOut bytes.Buffer
 	code = cli.Run(context.Background(), cli.Build{}, args, &out, &errOut)
 	return out.String(), errOut.String(), code
-}
-
-// Sends to one chat reach the network in the order they were accepted,
-// while several chats are served at once.
-func TestSendOrderPerChat(t *testing.T) {
-	td := startTestDaemon(t, "")
-	key := td.key()
-	contacts := []string{alice, bob, carol}
-	for _, c := range contacts {
-		td.inbound(mainLine, c, "hi")
-	}
-	const n = 40
-	var last string
-	for i := range n {
-		for _, c := range contacts {
-			last = td.send(key, map[string]any{"from": mainLine, "to": c, "text": fmt.Sprint(i)})["id"].(string)
-		}
-	}
-	td.waitOutbox(key, last)
-	eventually(t, 10*time.Second, func() bool { return len(td.d.Sim().Delivered()) == n*len(contacts) })
-	next := map[string]int{}
-	for _, out := range td.d.Sim().Delivered() {
-		if want := fmt.Sprint(next[out.Chat.Identifier]); out.Text != want {
-			t.Fatalf("to %s: got %q, want %q", out.Chat.Identifier, out.Text, want)
-		}
-		next[out.Chat.Identifier]++
-	}
 }

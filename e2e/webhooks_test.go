@@ -339,6 +339,10 @@ func TestWebhookEvents(t *testing.T) {
 
 // Failures and timeouts are retried with the same delivery ID, each attempt
 // signed afresh; the operator sees every attempt and can send one again.
+// The retry policy itself (fresh signatures, the same delivery ID, late
+// answers) is tested in package webhook (TestDispatcherRetries,
+// TestLateAnswerIsATimeout); here, what needs the daemon: the configured
+// timeout and schedule take effect, and the CLI shows and redelivers.
 func TestWebhookRetries(t *testing.T) {
 	release := make(chan struct{})
 	rc := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) int {
@@ -346,11 +350,7 @@ func TestWebhookRetries(t *testing.T) {
 		case 1:
 			return 500
 		case 2:
-			return 404
-		case 3:
-			// Hang past the daemon's timeout, then answer 200 as the daemon
-			// gives up and closes the connection: an answer that late is no
-			// answer, even when it reaches the daemon.
+			// Hang past the configured timeout.
 			select {
 			case <-r.Context().Done():
 			case <-release:
@@ -364,42 +364,22 @@ func TestWebhookRetries(t *testing.T) {
 	key := td.key()
 	hook := td.register(key, mainLine, rc, "message.received")
 	td.inbound(mainLine, alice, "retry me")
+	id := rc.waitRequests(3)[0].deliveryID()
 
-	// Four attempts reach the receiver; if they do not, say what the daemon
-	// recorded (a third attempt recorded as "200 ok" would end the retries).
-	for deadline := time.Now().Add(10 * time.Second); len(rc.requests()) < 4; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d requests arrived, want 4; the daemon recorded:\n%s", len(rc.requests()),
-				td.mustCLI("webhooks", "deliveries", "--webhook", hook["id"].(string)))
-		}
-	}
-	got := rc.requests()
-	id := got[0].deliveryID()
-	var stamps []string
-	for i, g := range got {
-		if g.err != nil || g.deliveryID() != id || g.header.Get("X-Webhook-Delivery-Id") != id {
-			t.Fatalf("attempt %d: %v %s", i+1, g.err, g.raw)
-		}
-		stamps = append(stamps, g.header.Get("X-Webhook-Timestamp"))
-	}
-	if uniq := slices.Compact(slices.Clone(stamps)); len(uniq) != 4 {
-		t.Errorf("retries were not signed afresh: timestamps %v", stamps)
-	}
-
-	// Four attempts, newest first, each with what happened.
+	// Three attempts, newest first, each with what happened.
 	var lines []string
 	eventually(t, 5*time.Second, func() bool {
 		out := td.mustCLI("webhooks", "deliveries", "--webhook", hook["id"].(string))
 		lines = strings.Split(strings.TrimSpace(out), "\n")
-		return len(lines) == 4
+		return len(lines) == 3
 	})
-	wants := []string{"#4\t204\t", "#3\t-\t", "#2\t404\t", "#1\t500\t"}
+	wants := []string{"#3\t204\t", "#2\t-\t", "#1\t500\t"}
 	for i, line := range lines {
 		if !strings.Contains(line, id) || !strings.Contains(line, "message.received") || !strings.Contains(line, wants[i]) {
 			t.Errorf("attempt line %d: %q, want %q", i, line, wants[i])
 		}
 	}
-	if !strings.HasSuffix(lines[0], "\tok") || !strings.Contains(lines[1], "no answer within 300ms") || !strings.Contains(lines[3], "HTTP 500") {
+	if !strings.HasSuffix(lines[0], "\tok") || !strings.Contains(lines[1], "no answer within 300ms") || !strings.Contains(lines[2], "HTTP 500") {
 		t.Errorf("outcomes:\n%s", strings.Join(lines, "\n"))
 	}
 
@@ -407,8 +387,8 @@ func TestWebhookRetries(t *testing.T) {
 	if out := td.mustCLI("webhooks", "redeliver", id); !strings.Contains(out, id) {
 		t.Errorf("redeliver printed %q", out)
 	}
-	if got := rc.waitRequests(5); got[4].deliveryID() != id || got[4].err != nil {
-		t.Errorf("redelivery: %s (%v)", got[4].raw, got[4].err)
+	if got := rc.waitRequests(4); got[3].deliveryID() != id || got[3].err != nil {
+		t.Errorf("redelivery: %s (%v)", got[3].raw, got[3].err)
 	}
 	if _, stderr, code := td.cli("webhooks", "redeliver", "dlv_22222222222222222222222222"); code != 1 || !strings.Contains(stderr, "No delivery") {
 		t.Errorf("redeliver unknown: exit %d %q", code, stderr)
@@ -451,8 +431,10 @@ func TestWebhookSurvivesRestart(t *testing.T) {
 	}
 }
 
-// Redirects are not followed, and a webhook that has failed for
-// disable_after becomes inactive and stops receiving.
+// disable_after is wired from the configuration: a webhook that has failed
+// for that long shows as inactive in the API and the CLI, with its last
+// attempt, and refuses redelivery. (That redirects are not followed and an
+// inactive webhook receives nothing more is tested in package webhook.)
 func TestWebhookRedirectAndDisable(t *testing.T) {
 	target := newReceiver(t, nil)
 	rc := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) int {
@@ -467,9 +449,6 @@ func TestWebhookRedirectAndDisable(t *testing.T) {
 	eventually(t, 10*time.Second, func() bool {
 		return len(td.call("GET", "/v1/webhooks?from="+mainLine, key, nil).data()) == 0
 	})
-	if n := len(target.requests()); n != 0 {
-		t.Errorf("the redirect was followed %d times", n)
-	}
 	out := td.mustCLI("webhooks", "deliveries", "--webhook", hook["id"].(string), "--limit", "1")
 	if !strings.Contains(out, "\t307\t") || !strings.Contains(out, "redirect") {
 		t.Errorf("attempt shows %q", out)
@@ -477,47 +456,7 @@ func TestWebhookRedirectAndDisable(t *testing.T) {
 	if out := td.mustCLI("webhooks", "list"); !strings.Contains(out, "\tinactive\t") {
 		t.Errorf("webhooks list: %q", out)
 	}
-	n := len(rc.requests())
-	td.inbound(mainLine, alice, "anyone?")
-	// A live webhook on the same line gets the event; the inactive one not.
-	td.register(key, mainLine, target, "message.received")
-	td.inbound(mainLine, alice, "for the live one")
-	target.waitRequests(1)
-	if m := len(rc.requests()); m != n {
-		t.Errorf("the inactive webhook got %d more requests", m-n)
-	}
 	if _, stderr, code := td.cli("webhooks", "redeliver", rc.requests()[0].deliveryID()); code != 1 || !strings.Contains(stderr, "inactive") {
 		t.Errorf("redeliver to an inactive webhook: exit %d %q", code, stderr)
-	}
-}
-
-// A receiver that never answers delays nobody else.
-func TestWebhookSlowReceiverIsolated(t *testing.T) {
-	stuck := make(chan struct{})
-	slow := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) int {
-		select {
-		case <-stuck:
-		case <-r.Context().Done():
-		}
-		return 200
-	})
-	defer close(stuck)
-	fast := newReceiver(t, nil)
-	// httptest's servers share one certificate: one CA file trusts both.
-	td := startTestDaemon(t, webhookConfig(t, slow, "timeout = \"1m\"\n"))
-	key := td.key()
-	td.register(key, mainLine, slow, "message.received")
-	td.register(key, mainLine, fast, "message.received")
-	const n = 30
-	for i := range n {
-		td.inbound(mainLine, []string{alice, bob, carol}[i%3], "msg "+strconv.Itoa(i))
-	}
-	got := fast.waitRequests(n)
-	if len(got) != n {
-		t.Fatalf("the fast receiver got %d of %d", len(got), n)
-	}
-	// The slow one holds at most one request per lane.
-	if s := len(slow.requests()); s > 4 {
-		t.Errorf("the slow receiver has %d requests under way", s)
 	}
 }

@@ -1,0 +1,420 @@
+package webhook_test
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/blueline-app/blueline/metrics"
+	"github.com/blueline-app/blueline/storage"
+	"github.com/blueline-app/blueline/webhook"
+	"github.com/blueline-app/blueline/webhook/signature"
+)
+
+const (
+	mainLine = "+15550000001"
+	alice    = "+15551110001"
+	bob      = "+15551110002"
+	carol    = "+15551110003"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// textRenderer renders a message event as its text: enough for the
+// receiver to tell events apart. (The API's shapes are the server's.)
+type textRenderer struct{}
+
+func (textRenderer) EventData(d storage.Delivery, lineHandle string) (any, error) {
+	out := map[string]any{"line": lineHandle}
+	if d.Message != nil {
+		out["id"], out["text"] = d.Message.ID, d.Message.Text
+	}
+	return out, nil
+}
+
+// hookEnv is a real database with one line.
+type hookEnv struct {
+	t    *testing.T
+	db   *storage.DB
+	line storage.Line
+}
+
+func newHookEnv(t *testing.T) *hookEnv {
+	t.Helper()
+	db, err := storage.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	lines, err := db.SyncLines(context.Background(), []storage.Line{{Handle: mainLine, Service: "imessage", Bridge: "sim"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &hookEnv{t: t, db: db, line: lines[0]}
+}
+
+// register stores an active webhook for message.received at url.
+func (e *hookEnv) register(url, secret string) storage.Webhook {
+	e.t.Helper()
+	h := storage.Webhook{ID: storage.NewID("wh_"), LineID: e.line.ID, URL: url, Events: []string{storage.EventMessageReceived},
+		Secret: secret, IsActive: true, CreatedAt: time.Now().UnixMilli()}
+	if err := e.db.CreateWebhook(context.Background(), h); err != nil {
+		e.t.Fatal(err)
+	}
+	return h
+}
+
+// inbound records a message from contact: it queues a message.received
+// delivery to every webhook of the line, in the same transaction.
+func (e *hookEnv) inbound(contact, text string) storage.Message {
+	e.t.Helper()
+	res, err := e.db.RecordInbound(context.Background(), storage.Inbound{
+		Chat:    storage.Chat{ID: storage.NewID("cht_"), LineID: e.line.ID, GUID: "iMessage;-;" + contact, Identifier: contact, Service: "imessage"},
+		Message: storage.Message{ID: storage.NewID("msg_"), GUID: storage.NewID("guid_"), Sender: contact, Text: &text, SentAt: time.Now().UnixMilli()},
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return res.Message
+}
+
+// run starts a dispatcher; it is stopped when the test ends.
+func (e *hookEnv) run(opts webhook.Options) {
+	e.t.Helper()
+	d := webhook.New(e.db, textRenderer{}, opts, quiet)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	e.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			e.t.Errorf("dispatcher Run: %v", err)
+		}
+	})
+}
+
+// attempts returns a webhook's recorded attempts, oldest first.
+func (e *hookEnv) attempts(hookID string) []storage.Attempt {
+	e.t.Helper()
+	as, err := e.db.Attempts(context.Background(), storage.AttemptFilter{WebhookID: hookID, Limit: 100})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	slices.Reverse(as)
+	return as
+}
+
+// eventually polls cond until it holds, or fails the test after a deadline.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10s: %s", what)
+		}
+	}
+}
+
+// request is what a receiver was sent.
+type request struct {
+	header http.Header
+	body   []byte
+	env    struct {
+		Event      string         `json:"event"`
+		DeliveryID string         `json:"delivery_id"`
+		Timestamp  int64          `json:"timestamp"`
+		Data       map[string]any `json:"data"`
+	}
+	sigErr error // the signature check's verdict
+}
+
+// receiver is a real HTTP server that checks each request's signature and
+// answers as answer says (the status for the n-th request, from 1).
+type receiver struct {
+	srv    *httptest.Server
+	secret string
+	answer func(n int, w http.ResponseWriter, r *http.Request) int
+	mu     sync.Mutex
+	got    []request
+}
+
+func newReceiver(t *testing.T, tls bool, answer func(n int, w http.ResponseWriter, r *http.Request) int) *receiver {
+	rc := &receiver{secret: "whsec_" + strconv.FormatInt(time.Now().UnixNano(), 36), answer: answer}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req request
+		req.header = r.Header.Clone()
+		req.body, _ = io.ReadAll(r.Body)
+		json.Unmarshal(req.body, &req.env)
+		req.sigErr = signature.Verify(rc.secret, req.body, r.Header.Get(signature.HeaderSignature), r.Header.Get(signature.HeaderTimestamp), time.Now())
+		rc.mu.Lock()
+		rc.got = append(rc.got, req)
+		n := len(rc.got)
+		rc.mu.Unlock()
+		status := 204
+		if rc.answer != nil {
+			status = rc.answer(n, w, r)
+		}
+		w.WriteHeader(status)
+		fmt.Fprintf(w, "answer %d", n) // an excerpt goes into a failed attempt's record
+	})
+	if tls {
+		rc.srv = httptest.NewTLSServer(h)
+	} else {
+		rc.srv = httptest.NewServer(h)
+	}
+	t.Cleanup(rc.srv.Close)
+	return rc
+}
+
+func (rc *receiver) requests() []request {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return slices.Clone(rc.got)
+}
+
+// loopback lets the dispatcher reach httptest's servers.
+var loopback = webhook.Policy{AllowHTTP: true, AllowPrivateNetworks: true}
+
+// An event reaches the receiver over TLS, signed with the webhook's secret,
+// and the delivery and its attempt are recorded.
+func TestDispatcherDeliversSigned(t *testing.T) {
+	e := newHookEnv(t)
+	rc := newReceiver(t, true, nil)
+	pool := x509.NewCertPool()
+	pool.AddCert(rc.srv.Certificate())
+	hook := e.register(rc.srv.URL+"/hook", rc.secret)
+	m := metrics.New(e.db, quiet)
+	e.run(webhook.Options{Policy: webhook.Policy{AllowPrivateNetworks: true}, RootCAs: pool, Metrics: m})
+	msg := e.inbound(alice, "hello hook")
+
+	eventually(t, "one request", func() bool { return len(rc.requests()) == 1 })
+	got := rc.requests()[0]
+	if got.sigErr != nil {
+		t.Fatalf("signature: %v", got.sigErr)
+	}
+	if got.env.Event != storage.EventMessageReceived || got.env.Data["text"] != "hello hook" || got.env.Data["id"] != msg.ID ||
+		got.env.Data["line"] != mainLine || got.header.Get(signature.HeaderDeliveryID) != got.env.DeliveryID ||
+		got.header.Get(signature.HeaderTimestamp) != strconv.FormatInt(got.env.Timestamp, 10) ||
+		got.header.Get("Content-Type") != "application/json" || got.header.Get("User-Agent") != "Blueline-Webhooks/1" {
+		t.Fatalf("request %s %v", got.body, got.header)
+	}
+	// A request signed with another secret does not verify.
+	if err := signature.Verify("whsec_other", got.body, got.header.Get(signature.HeaderSignature), got.header.Get(signature.HeaderTimestamp), time.Now()); err == nil {
+		t.Fatal("the signature verifies with another secret")
+	}
+
+	var d storage.Delivery
+	eventually(t, "the delivery recorded as succeeded", func() bool {
+		d, _ = e.db.DeliveryByID(context.Background(), got.env.DeliveryID)
+		return d.Status == storage.DeliverySucceeded
+	})
+	if d.Attempts != 1 || d.LastStatus != 204 || d.LastError != "" || d.WebhookID != hook.ID || d.CompletedAt == 0 {
+		t.Fatalf("delivery %+v", d)
+	}
+	as := e.attempts(hook.ID)
+	if len(as) != 1 || as[0].N != 1 || as[0].StatusCode != 204 || as[0].Error != "" || as[0].DeliveryID != d.ID {
+		t.Fatalf("attempts %+v", as)
+	}
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if want := `blueline_webhook_attempts_total{outcome="success"} 1`; !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("metrics lack %s", want)
+	}
+}
+
+// Failures and timeouts are retried on the schedule with the same delivery
+// ID, each attempt signed afresh; every attempt is recorded, and a
+// delivery can be sent again.
+func TestDispatcherRetries(t *testing.T) {
+	e := newHookEnv(t)
+	release := make(chan struct{})
+	rc := newReceiver(t, false, func(n int, w http.ResponseWriter, r *http.Request) int {
+		switch n {
+		case 1:
+			return 500
+		case 2:
+			return 404
+		case 3:
+			// Hang past the timeout: an answer that late is no answer.
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return 200
+		}
+		return 204
+	})
+	defer close(release)
+	hook := e.register(rc.srv.URL+"/hook", rc.secret)
+	e.run(webhook.Options{Policy: loopback, Timeout: 300 * time.Millisecond, Schedule: []time.Duration{10 * time.Millisecond, 10 * time.Millisecond, 10 * time.Millisecond, 10 * time.Millisecond}})
+	e.inbound(alice, "retry me")
+
+	eventually(t, "four attempts recorded", func() bool { return len(e.attempts(hook.ID)) == 4 })
+	got := rc.requests()
+	if len(got) != 4 {
+		t.Fatalf("%d requests arrived, want 4", len(got))
+	}
+	id := got[0].env.DeliveryID
+	var stamps []string
+	for i, g := range got {
+		if g.sigErr != nil || g.env.DeliveryID != id || g.header.Get(signature.HeaderDeliveryID) != id || g.env.Data["text"] != "retry me" {
+			t.Fatalf("attempt %d: %v %s", i+1, g.sigErr, g.body)
+		}
+		stamps = append(stamps, g.header.Get(signature.HeaderTimestamp))
+	}
+	if uniq := slices.Compact(slices.Clone(stamps)); len(uniq) != 4 {
+		t.Errorf("retries were not signed afresh: timestamps %v", stamps)
+	}
+	as := e.attempts(hook.ID)
+	for i, want := range []struct {
+		status int
+		err    string
+	}{{500, "HTTP 500: answer 1"}, {404, "HTTP 404: answer 2"}, {0, "no answer within 300ms"}, {204, ""}} {
+		if a := as[i]; a.N != i+1 || a.StatusCode != want.status || !strings.HasPrefix(a.Error, want.err) || (want.err == "") != (a.Error == "") {
+			t.Errorf("attempt %d: %+v, want status %d, error %q", i+1, a, want.status, want.err)
+		}
+	}
+	d, err := e.db.DeliveryByID(context.Background(), id)
+	if err != nil || d.Status != storage.DeliverySucceeded || d.Attempts != 4 {
+		t.Fatalf("delivery %+v %v", d, err)
+	}
+	// A success ends the failing run.
+	if h, _ := e.db.WebhookByID(context.Background(), hook.ID); h.FailingSince != 0 || !h.IsActive {
+		t.Fatalf("webhook %+v", h)
+	}
+
+	// Redelivery sends the same delivery again.
+	if _, err := e.db.Redeliver(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the redelivery", func() bool { return len(rc.requests()) == 5 })
+	if g := rc.requests()[4]; g.env.DeliveryID != id || g.sigErr != nil {
+		t.Fatalf("redelivery: %s (%v)", g.body, g.sigErr)
+	}
+}
+
+// After the last retry of the schedule a delivery fails for good.
+func TestDispatcherGivesUp(t *testing.T) {
+	e := newHookEnv(t)
+	rc := newReceiver(t, false, func(int, http.ResponseWriter, *http.Request) int { return 503 })
+	hook := e.register(rc.srv.URL, rc.secret)
+	e.run(webhook.Options{Policy: loopback, Schedule: []time.Duration{5 * time.Millisecond, 5 * time.Millisecond}})
+	e.inbound(alice, "nobody home")
+	var d storage.Delivery
+	eventually(t, "the delivery failed", func() bool {
+		as := e.attempts(hook.ID)
+		if len(as) == 0 {
+			return false
+		}
+		d, _ = e.db.DeliveryByID(context.Background(), as[0].DeliveryID)
+		return d.Status == storage.DeliveryFailed
+	})
+	if d.Attempts != 3 || d.LastStatus != 503 || d.CompletedAt == 0 {
+		t.Fatalf("delivery %+v", d)
+	}
+	if n := len(rc.requests()); n != 3 {
+		t.Fatalf("%d requests, want 3", n)
+	}
+	// Still active: it has not failed for DisableAfter (72 hours by default).
+	if h, _ := e.db.WebhookByID(context.Background(), hook.ID); !h.IsActive || h.FailingSince == 0 {
+		t.Fatalf("webhook %+v", h)
+	}
+}
+
+// Redirects are not followed, and a webhook that has failed for
+// DisableAfter becomes inactive and stops receiving. (Moved down from the
+// end-to-end TestWebhookRedirectAndDisable.)
+func TestDispatcherRedirectAndDisable(t *testing.T) {
+	e := newHookEnv(t)
+	target := newReceiver(t, false, nil)
+	rc := newReceiver(t, false, func(n int, w http.ResponseWriter, r *http.Request) int {
+		w.Header().Set("Location", target.srv.URL)
+		return 307
+	})
+	hook := e.register(rc.srv.URL, rc.secret)
+	schedule := slices.Repeat([]time.Duration{20 * time.Millisecond}, 20)
+	e.run(webhook.Options{Policy: loopback, Schedule: schedule, DisableAfter: 100 * time.Millisecond})
+	e.inbound(alice, "where do you go")
+
+	var h storage.Webhook
+	eventually(t, "the webhook disabled", func() bool {
+		h, _ = e.db.WebhookByID(context.Background(), hook.ID)
+		return !h.IsActive
+	})
+	if h.DisabledAt == 0 || h.DisabledAt-h.FailingSince < 100 {
+		t.Fatalf("webhook %+v", h)
+	}
+	if n := len(target.requests()); n != 0 {
+		t.Errorf("the redirect was followed %d times", n)
+	}
+	as := e.attempts(hook.ID)
+	if len(as) < 2 || as[0].StatusCode != 307 || !strings.Contains(as[0].Error, "redirect") || !strings.Contains(as[0].Error, target.srv.URL) {
+		t.Fatalf("attempts %+v", as)
+	}
+	// Its pending delivery failed with the webhook.
+	if d, _ := e.db.DeliveryByID(context.Background(), as[0].DeliveryID); d.Status != storage.DeliveryFailed {
+		t.Fatalf("delivery of a disabled webhook %+v", d)
+	}
+	// A live webhook on the same line gets the next event; the inactive one not.
+	n := len(rc.requests())
+	e.register(target.srv.URL, target.secret)
+	e.inbound(alice, "for the live one")
+	eventually(t, "the live webhook's request", func() bool { return len(target.requests()) == 1 })
+	if g := target.requests()[0]; g.sigErr != nil || g.env.Data["text"] != "for the live one" {
+		t.Fatalf("live webhook got %s (%v)", g.body, g.sigErr)
+	}
+	if m := len(rc.requests()); m != n {
+		t.Errorf("the inactive webhook got %d more requests", m-n)
+	}
+	if _, err := e.db.Redeliver(context.Background(), as[0].DeliveryID); err != storage.ErrWebhookInactive {
+		t.Errorf("redeliver to an inactive webhook: %v", err)
+	}
+}
+
+// A receiver that never answers delays nobody else. (Moved down from the
+// end-to-end TestWebhookSlowReceiverIsolated.)
+func TestDispatcherSlowReceiverIsolated(t *testing.T) {
+	e := newHookEnv(t)
+	stuck := make(chan struct{})
+	slow := newReceiver(t, false, func(n int, w http.ResponseWriter, r *http.Request) int {
+		select {
+		case <-stuck:
+		case <-r.Context().Done():
+		}
+		return 200
+	})
+	defer close(stuck)
+	fast := newReceiver(t, false, nil)
+	e.register(slow.srv.URL, slow.secret)
+	e.register(fast.srv.URL, fast.secret)
+	e.run(webhook.Options{Policy: loopback, Timeout: time.Minute})
+	const n = 30
+	for i := range n {
+		e.inbound([]string{alice, bob, carol}[i%3], "msg "+strconv.Itoa(i))
+	}
+	eventually(t, "the fast receiver got every event", func() bool { return len(fast.requests()) == n })
+	// The slow one holds at most one request per lane (4 by default).
+	if s := len(slow.requests()); s > 4 {
+		t.Errorf("the slow receiver has %d requests under way", s)
+	}
+	// Each chat's events reached the fast receiver in order.
+	next := map[string]int{}
+	for _, g := range fast.requests() {
+		i, _ := strconv.Atoi(strings.TrimPrefix(g.env.Data["text"].(string), "msg "))
+		who := i % 3
+		if i/3 != next[strconv.Itoa(who)] {
+			t.Fatalf("chat %d: got msg %d out of order", who, i)
+		}
+		next[strconv.Itoa(who)]++
+	}
+}
