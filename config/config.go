@@ -7,7 +7,9 @@ package config
 import (
 	"bytes"
 	_ "embed"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -211,15 +213,22 @@ func (d *Duration) UnmarshalText(text []byte) error {
 	v, err := time.ParseDuration(string(text))
 	if err != nil {
 		shown := strconv.Quote(string(text))
-		if _, err := strconv.ParseInt(string(text), 10, 64); err == nil {
+		if _, err := strconv.ParseFloat(string(text), 64); err == nil {
 			// go-toml hands bare TOML integers to TextUnmarshalers too;
 			// show it unquoted, as it was written.
 			shown = string(text)
 		}
-		return fmt.Errorf("invalid duration %s: write a quoted number with a unit, such as \"250ms\", \"1s\" or \"5m\"", shown)
+		return &durationError{text: shown}
 	}
 	d.Duration = v
 	return nil
+}
+
+// durationError is a value that is not a Go duration string.
+type durationError struct{ text string }
+
+func (e *durationError) Error() string {
+	return fmt.Sprintf("invalid duration %s: write a quoted number with a unit, such as \"250ms\", \"1s\" or \"5m\"", e.text)
 }
 
 // MarshalText writes the duration in the form UnmarshalText reads.
@@ -252,7 +261,12 @@ func Default() *Config {
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &fileError{file: path, err: err}
+		// The error names the file, which fileError already does.
+		msg := err.Error()
+		if pe, ok := errors.AsType[*fs.PathError](err); ok {
+			msg = "cannot read it: " + pe.Err.Error()
+		}
+		return nil, &fileError{file: path, msg: msg, err: err}
 	}
 	c, err := Parse(path, data)
 	if err != nil {
@@ -272,7 +286,7 @@ func Parse(name string, data []byte) (*Config, error) {
 	// while an explicit zero (requests_per_hour = 0) still counts.
 	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
 	if err := dec.Decode(c); err != nil {
-		return nil, decodeError(name, err)
+		return nil, decodeError(name, data, err)
 	}
 	if err := c.check(name); err != nil {
 		return nil, err

@@ -154,8 +154,22 @@ func TestLoadMissingFile(t *testing.T) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("Load(missing) = %v, want fs.ErrNotExist", err)
 	}
-	if want := "config " + path + ": open " + path; !strings.HasPrefix(err.Error(), want) {
-		t.Errorf("error %q, want prefix %q", err, want)
+	// The path once, not "config X: open X: …".
+	if want := "config " + path + ": cannot read it: no such file or directory"; err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
+}
+
+// A file that cannot be read (here a folder, which even root cannot read
+// as a file) is named once.
+func TestLoadUnreadableFile(t *testing.T) {
+	path := t.TempDir()
+	_, err := config.Load(path)
+	if err == nil {
+		t.Fatal("Load(folder) succeeded")
+	}
+	if want := "config " + path + ": cannot read it: is a directory"; err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
 	}
 }
 
@@ -258,7 +272,27 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name: "duration without unit",
 			doc:  "[sim]\nlatency = 5\n" + oneLine,
-			want: []string{"invalid duration 5", `"1s"`},
+			want: []string{`:2: sim.latency: invalid duration 5: write a quoted number with a unit`, `"1s"`},
+		},
+		{
+			name: "quoted duration without unit",
+			doc:  oneLine + "[[lines]]\nhandle = \"+15550000002\"\nbridge = \"messages\"\npoll = \"5\"\n",
+			want: []string{`:6: lines[1].poll: invalid duration 5: write a quoted number with a unit`},
+		},
+		{
+			name: "bare duration in an array table",
+			doc:  oneLine + "[[lines]]\nhandle = \"+15550000002\"\nbridge = \"messages\"\n\npoll = 5\n",
+			want: []string{`:7: lines[1].poll: invalid duration 5`},
+		},
+		{
+			name: "bare duration in a list",
+			doc:  "[webhooks]\nretry_schedule = [\"5s\",\n  30]\n" + oneLine,
+			want: []string{`:3: webhooks.retry_schedule[1]: invalid duration 30`},
+		},
+		{
+			name: "fractional duration without unit",
+			doc:  "[webhooks]\ntimeout = 1.5\n" + oneLine,
+			want: []string{`:2: webhooks.timeout: invalid duration 1.5`},
 		},
 		{
 			name: "negative latency",

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
+	"github.com/pelletier/go-toml/v2/unstable"
 )
 
 // fileError is one problem in a configuration document, rendered as
@@ -47,7 +49,7 @@ func (e *fileError) Error() string {
 func (e *fileError) Unwrap() error { return e.err }
 
 // decodeError turns a go-toml error into fileErrors that carry the line.
-func decodeError(name string, err error) error {
+func decodeError(name string, data []byte, err error) error {
 	// Checked before DecodeError: errors.As would otherwise pick the first
 	// unknown key out of the StrictMissingError and drop the rest.
 	var strict *toml.StrictMissingError
@@ -71,14 +73,127 @@ func decodeError(name string, err error) error {
 		return &fileError{
 			file: name,
 			line: line,
-			key:  strings.Join(de.Key(), "."),
+			key:  indexedKey(data, line, de.Key()),
 			msg:  decodeMessage(de),
 			err:  de,
 		}
 	}
-	// go-toml passes errors from a TextUnmarshaler fed an integer through
-	// without a position; Duration's message names the value instead.
+	// go-toml passes errors from a TextUnmarshaler fed a bare number
+	// through without a position: find the number in the document.
+	if _, ok := errors.AsType[*durationError](err); ok {
+		if key, line := bareDuration(data); line > 0 {
+			return &fileError{file: name, line: line, key: key, err: err}
+		}
+	}
 	return &fileError{file: name, err: err}
+}
+
+// bareDuration finds the first duration setting of a document written as a
+// bare number (poll = 5) rather than a duration string, and says where it
+// is: its key, such as "lines[1].poll" or "webhooks.retry_schedule[2]",
+// and its line. line is 0 when there is none.
+func bareDuration(data []byte) (key string, line int) {
+	var p unstable.Parser
+	p.Reset(data)
+	var table []string
+	arrays := map[string]int{} // array table → index of its last element
+	for p.NextExpression() {
+		e := p.Expression()
+		switch e.Kind {
+		case unstable.Table, unstable.ArrayTable:
+			table = table[:0]
+			for it := e.Key(); it.Next(); {
+				table = append(table, string(it.Node().Data))
+			}
+			if e.Kind == unstable.ArrayTable {
+				arrays[strings.Join(table, ".")]++
+			}
+		case unstable.KeyValue:
+			path := slices.Clone(table)
+			for it := e.Key(); it.Next(); {
+				path = append(path, string(it.Node().Data))
+			}
+			v := e.Value()
+			var at *unstable.Node
+			index := ""
+			switch {
+			case isNumber(v):
+				at = v
+			case v.Kind == unstable.Array:
+				i := 0
+				for it := v.Children(); it.Next(); i++ {
+					if isNumber(it.Node()) {
+						at, index = it.Node(), fmt.Sprintf("[%d]", i)
+						break
+					}
+				}
+			}
+			if at == nil || !isDuration(path) {
+				continue
+			}
+			return dottedKey(path, len(table), arrays) + index, p.Shape(at.Raw).Start.Line
+		}
+	}
+	return "", 0
+}
+
+// indexedKey writes key, found at line, with the index of the array table
+// element it is in ("lines[1].poll" where go-toml says "lines.poll").
+func indexedKey(data []byte, line int, key []string) string {
+	var p unstable.Parser
+	p.Reset(data)
+	var table []string
+	arrays := map[string]int{}
+	for p.NextExpression() {
+		e := p.Expression()
+		if e.Kind != unstable.Table && e.Kind != unstable.ArrayTable {
+			continue
+		}
+		if p.Shape(e.Raw).Start.Line > line {
+			break
+		}
+		table = table[:0]
+		for it := e.Key(); it.Next(); {
+			table = append(table, string(it.Node().Data))
+		}
+		if e.Kind == unstable.ArrayTable {
+			arrays[strings.Join(table, ".")]++
+		}
+	}
+	if len(table) > len(key) || !slices.Equal(table, key[:len(table)]) {
+		return strings.Join(key, ".")
+	}
+	return dottedKey(key, len(table), arrays)
+}
+
+func isNumber(n *unstable.Node) bool {
+	return n.Kind == unstable.Integer || n.Kind == unstable.Float
+}
+
+// isDuration reports whether the Config field at path is a Duration or a
+// list of them.
+func isDuration(path []string) bool {
+	want := expected(path)
+	return strings.HasPrefix(want, "a duration") || strings.HasPrefix(want, "an array of duration")
+}
+
+// dottedKey writes path as the checks after decoding do: an array table's
+// element by its index ("lines[1].poll"). Its first tableLen parts are the
+// current table's.
+func dottedKey(path []string, tableLen int, arrays map[string]int) string {
+	var b strings.Builder
+	for i, part := range path {
+		if i > 0 {
+			b.WriteString(".")
+		}
+		b.WriteString(part)
+		if i < tableLen {
+			if n, ok := arrays[strings.Join(path[:i+1], ".")]; ok && i == tableLen-1 {
+				fmt.Fprintf(&b, "[%d]", n-1)
+			}
+		}
+	}
+	return b.String()
 }
 
 // decodeMessage rewords go-toml's type mismatches, which name Go types

@@ -2,8 +2,10 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"slices"
 
 	"github.com/blueline-app/blueline/bridge"
@@ -38,6 +40,13 @@ func openBridges(ctx context.Context, cfg *config.Config, db *storage.DB, lines 
 		}
 		i := slices.IndexFunc(cfg.Lines, func(c config.Line) bool { return c.Handle == l.Handle })
 		lc := cfg.Lines[i]
+		// Elsewhere than on a Mac, only stand-ins for the Messages database
+		// and osascript (the tests') can make the bridge work.
+		if runtime.GOOS != "darwin" && lc.ChatDB == config.DefaultChatDB && lc.Osascript == config.DefaultOsascript {
+			closeBridges(bridges)
+			return nil, fmt.Errorf("line %s: bridge = \"messages\": the messages bridge needs macOS (it drives the Messages app of a Mac), and this is %s; "+
+				"run this line's daemon on a Mac, or use bridge = \"sim\" to try Blueline here", l.Handle, runtime.GOOS)
+		}
 		mb, err := messages.Open(ctx, messages.Config{
 			Line: l.Handle, Service: l.Service, ChatDB: lc.ChatDB, Osascript: lc.Osascript,
 			AttachmentsDir: lc.AttachmentsDir, HelperPort: lc.HelperPort, PollOnly: !*lc.Watch, SMSFallback: lc.SMSFallback,

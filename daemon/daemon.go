@@ -131,12 +131,22 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Daemon
 		}
 		return checks
 	}
+	schedule := make([]time.Duration, len(cfg.Webhooks.RetrySchedule))
+	for i, d := range cfg.Webhooks.RetrySchedule {
+		schedule[i] = d.Duration
+	}
+	hookOpts := webhook.Options{
+		Schedule: schedule, Timeout: cfg.Webhooks.Timeout.Duration, DisableAfter: cfg.Webhooks.DisableAfter.Duration,
+		Lanes: cfg.Webhooks.Concurrency, Policy: policy, RootCAs: roots, Retention: cfg.Webhooks.Retention.Duration,
+		Metrics: mtr,
+	}
 	srv := server.New(db, receiver, store, server.Options{
 		RequestsPerHour: cfg.Limits.RequestsPerHour,
 		MaxBodyBytes:    cfg.Limits.MaxBodyBytes,
 		MaxAttempts:     cfg.Delivery.MaxAttempts,
 		SandboxQuota:    cfg.Sandbox.DailyQuota,
 		WebhookPolicy:   policy,
+		WebhookTester:   webhook.NewTester(hookOpts),
 		Advanced:        advanced(bridges),
 		Ready:           ready,
 		Metrics:         mtr,
@@ -180,15 +190,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Daemon
 		Workers: cfg.Delivery.Workers, RetryBase: cfg.Delivery.RetryBase.Duration, RetryMax: cfg.Delivery.RetryMax.Duration,
 		Metrics: mtr,
 	}, log)
-	schedule := make([]time.Duration, len(cfg.Webhooks.RetrySchedule))
-	for i, d := range cfg.Webhooks.RetrySchedule {
-		schedule[i] = d.Duration
-	}
-	dispatcher := webhook.New(db, srv, webhook.Options{
-		Schedule: schedule, Timeout: cfg.Webhooks.Timeout.Duration, DisableAfter: cfg.Webhooks.DisableAfter.Duration,
-		Lanes: cfg.Webhooks.Concurrency, Policy: policy, RootCAs: roots, Retention: cfg.Webhooks.Retention.Duration,
-		Metrics: mtr,
-	}, log)
+	dispatcher := webhook.New(db, srv, hookOpts, log)
 	var running sync.WaitGroup
 	deliveryUp.Store(true)
 	running.Go(func() {

@@ -159,101 +159,18 @@ func (td *testDaemon) register(key, line string, rc *receiver, events ...string)
 	return r.body
 }
 
-func TestWebhookRegistration(t *testing.T) {
+// Webhooks as POST and GET /v1/webhooks answer them match the SDK's
+// schemas (their validation is tested in package server).
+func TestWebhookShapesMatchSDK(t *testing.T) {
 	td := startTestDaemon(t, "")
 	key := td.key()
-	all := []string{"message.received", "message.sent", "reaction.added", "reaction.removed"}
-	bad := []struct {
-		name  string
-		body  map[string]any
-		code  string
-		param string
-	}{
-		{"no url", map[string]any{"from": plainLine, "events": all}, "missing_required_parameter", "url"},
-		{"no events", map[string]any{"from": plainLine, "url": "https://93.184.215.14/h"}, "missing_required_parameter", "events"},
-		{"empty events", map[string]any{"from": plainLine, "url": "https://93.184.215.14/h", "events": []string{}}, "invalid_parameter_value", "events"},
-		{"unknown event", map[string]any{"from": plainLine, "url": "https://93.184.215.14/h", "events": []string{"message.deleted"}}, "invalid_parameter_value", "events"},
-		{"typing", map[string]any{"from": plainLine, "url": "https://93.184.215.14/h", "events": []string{"typing.started"}}, "invalid_parameter_value", "events"},
-		{"typing stopped", map[string]any{"from": plainLine, "url": "https://93.184.215.14/h", "events": []string{"typing.stopped"}}, "invalid_parameter_value", "events"},
-		{"http", map[string]any{"from": plainLine, "url": "http://93.184.215.14/h", "events": all}, "invalid_parameter_value", "url"},
-		{"not a URL", map[string]any{"from": plainLine, "url": "::nope", "events": all}, "invalid_parameter_value", "url"},
-		{"credentials", map[string]any{"from": plainLine, "url": "https://u:p@93.184.215.14/h", "events": all}, "invalid_parameter_value", "url"},
-		{"loopback", map[string]any{"from": plainLine, "url": "https://127.0.0.1/h", "events": all}, "invalid_parameter_value", "url"},
-		{"private", map[string]any{"from": plainLine, "url": "https://10.0.0.1/h", "events": all}, "invalid_parameter_value", "url"},
-		{"metadata", map[string]any{"from": plainLine, "url": "https://169.254.169.254/latest/meta-data", "events": all}, "invalid_parameter_value", "url"},
-		{"ipv6 loopback", map[string]any{"from": plainLine, "url": "https://[::1]:8443/h", "events": all}, "invalid_parameter_value", "url"},
-		{"mapped loopback", map[string]any{"from": plainLine, "url": "https://[::ffff:127.0.0.1]/h", "events": all}, "invalid_parameter_value", "url"},
-		{"name of loopback", map[string]any{"from": plainLine, "url": "https://localhost:8443/h", "events": all}, "invalid_parameter_value", "url"},
-		{"unknown line", map[string]any{"from": "+15559999999", "url": "https://93.184.215.14/h", "events": all}, "line_not_found", "from"},
-	}
-	for _, c := range bad {
-		r := td.call("POST", "/v1/webhooks", key, c.body)
-		if r.errCode() != c.code || r.errParam() != c.param {
-			t.Errorf("%s: %d %s", c.name, r.status, r.raw)
-		}
-	}
-	if r := td.call("POST", "/v1/webhooks", key, bad[11].body); !strings.Contains(r.body["error"].(map[string]any)["message"].(string), "169.254.169.254 is not a public address") {
-		t.Errorf("the refusal does not say why: %s", r.raw)
-	}
-
-	// A public address is accepted. (No event happens on this line, so
-	// nothing is ever sent to it.)
 	created := td.call("POST", "/v1/webhooks", key, map[string]any{"from": plainLine, "url": "https://93.184.215.14/hook",
-		"events": []string{"message.received", "message.received", "reaction.added"}})
+		"events": []string{"message.received", "reaction.added"}})
 	if created.status != 201 {
 		t.Fatalf("create: %d %s", created.status, created.raw)
 	}
 	assertConforms(t, "POST /v1/webhooks", created, sdkWebhook)
-	id, secret := created.body["id"].(string), created.body["secret"].(string)
-	plain := td.call("GET", "/v1/lines", key, nil).data()[3]
-	if !strings.HasPrefix(id, "wh_") || !strings.HasPrefix(secret, "whsec_") || len(secret) < 40 || created.body["is_active"] != true ||
-		created.body["request_id"] == nil || len(created.body["events"].([]any)) != 2 || created.body["line_ids"].([]any)[0] != plain["id"] {
-		t.Fatalf("created %s", created.raw)
-	}
-
-	list := td.call("GET", "/v1/webhooks?from="+plainLine, key, nil)
-	assertConforms(t, "GET /v1/webhooks", list, sdkList(sdkWebhook))
-	if items := list.data(); len(items) != 1 || items[0]["secret"] != secret || list.body["has_more"] != false {
-		t.Fatalf("list: %s", list.raw)
-	}
-	if items := td.call("GET", "/v1/webhooks?from="+mainLine, key, nil).data(); len(items) != 0 {
-		t.Errorf("another line lists %v", items)
-	}
-
-	// Keys limited to other lines, or without the scopes, are refused.
-	other := td.key("--lines", mainLine)
-	if r := td.call("GET", "/v1/webhooks?from="+plainLine, other, nil); r.errCode() != "line_not_accessible" {
-		t.Errorf("restricted list: %d %s", r.status, r.raw)
-	}
-	if r := td.call("DELETE", "/v1/webhooks", other, map[string]any{"id": id}); r.status != 404 || r.errCode() != "webhook_not_found" {
-		t.Errorf("restricted delete: %d %s", r.status, r.raw)
-	}
-	readOnly := td.key("--scopes", "webhooks:read")
-	if r := td.call("POST", "/v1/webhooks", readOnly, created.body); r.errCode() != "insufficient_scope" {
-		t.Errorf("create without webhooks:write: %d %s", r.status, r.raw)
-	}
-
-	del := td.call("DELETE", "/v1/webhooks", key, map[string]any{"id": id})
-	if del.status != 200 || del.body["id"] != id || del.body["deleted"] != true || del.body["request_id"] == nil {
-		t.Fatalf("delete: %d %s", del.status, del.raw)
-	}
-	for _, c := range []struct {
-		body  any
-		code  string
-		param string
-	}{
-		{map[string]any{"id": id}, "webhook_not_found", "id"},
-		{map[string]any{}, "missing_required_parameter", "id"},
-		{map[string]any{"id": "msg_x"}, "invalid_parameter_value", "id"},
-		{"nope", "invalid_json", ""},
-	} {
-		if r := td.call("DELETE", "/v1/webhooks", key, c.body); r.errCode() != c.code || r.errParam() != c.param {
-			t.Errorf("delete %v: %d %s", c.body, r.status, r.raw)
-		}
-	}
-	if items := td.call("GET", "/v1/webhooks?from="+plainLine, key, nil).data(); len(items) != 0 {
-		t.Errorf("deleted webhook still listed: %v", items)
-	}
+	assertConforms(t, "GET /v1/webhooks", td.call("GET", "/v1/webhooks?from="+plainLine, key, nil), sdkList(sdkWebhook))
 }
 
 // Every event kind reaches the webhooks of its line, signed, in the SDK's

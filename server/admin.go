@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"github.com/blueline-app/blueline/handle"
 	"github.com/blueline-app/blueline/mediatype"
 	"github.com/blueline-app/blueline/storage"
+	"github.com/blueline-app/blueline/webhook"
 )
 
 // AdminHandler serves the admin socket.
@@ -694,4 +696,91 @@ func (s *Server) adminRedeliver(w http.ResponseWriter, r *http.Request) error {
 	s.log.Info("webhook delivery queued again", "delivery_id", d.ID, "webhook_id", d.WebhookID)
 	writeJSON(w, http.StatusOK, map[string]any{"id": d.ID, "status": d.Status, "request_id": requestID(r.Context())})
 	return nil
+}
+
+// WebhookTester sends a test event to a webhook's receiver, signed and
+// posted as a delivery is, and recorded nowhere.
+type WebhookTester interface {
+	Send(ctx context.Context, hook storage.Webhook, event string, data any) webhook.TestResult
+}
+
+// WebhookTestRequest asks for a test event; Event "" is the webhook's first.
+type WebhookTestRequest struct {
+	ID    string `json:"id"`
+	Event string `json:"event"`
+}
+
+// adminTestWebhook sends a webhook a test event of a type it subscribes to,
+// with sample data in the event's real shape, and answers what its receiver
+// made of it. A receiver's failure is an answer, not an error of ours.
+func (s *Server) adminTestWebhook(w http.ResponseWriter, r *http.Request) error {
+	var req WebhookTestRequest
+	if err := decodeAdmin(r, &req); err != nil {
+		return err
+	}
+	if s.opts.WebhookTester == nil {
+		return errors.New("this daemon cannot send webhook test events")
+	}
+	h, err := s.db.WebhookByID(r.Context(), req.ID)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return errNotFound("webhook_not_found", "id", "No webhook %q; `blueline webhooks list` lists them.", req.ID)
+	case err != nil:
+		return err
+	}
+	event := req.Event
+	switch {
+	case event == "" && len(h.Events) > 0:
+		event = h.Events[0]
+	case !slices.Contains(h.Events, event):
+		return errInvalid("event", "Webhook %s does not subscribe to %q; it subscribes to %s.", h.ID, event, strings.Join(h.Events, ", "))
+	}
+	line, _ := s.db.LineByID(h.LineID)
+	data, err := s.EventData(sampleDelivery(event, line, s.now().UnixMilli()), line.Handle)
+	if err != nil {
+		return err
+	}
+	res := s.opts.WebhookTester.Send(r.Context(), h, event, data)
+	s.log.Info("webhook test event sent", "webhook_id", h.ID, "event", event, "status", res.StatusCode, "err", res.Error)
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// sampleDelivery is a made-up delivery of event on line, at now, whose
+// records carry IDs of the right kind with "test_" after the prefix.
+func sampleDelivery(event string, line storage.Line, now int64) storage.Delivery {
+	const contact = "+15555550100"
+	text := "Test event from Blueline"
+	chat := storage.Chat{ID: storage.NewID("cht_test_"), LineID: line.ID, GUID: "iMessage;+;chat_test", Identifier: "chat_test",
+		Service: line.Service, Name: "Blueline test", IsGroup: true, Participants: []string{contact},
+		HasReceivedInbound: true, LastMessageAt: now, CreatedAt: now}
+	msg := storage.Message{ID: storage.NewID("msg_test_"), LineID: line.ID, ChatID: chat.ID, GUID: storage.NewID("guid_test_"),
+		Sender: contact, Text: &text, Service: line.Service, SentAt: now, SyncedAt: now}
+	d := storage.Delivery{ID: storage.NewID("dlv_test_"), LineID: line.ID, ChatID: chat.ID, Event: event, CreatedAt: now}
+	switch event {
+	case storage.EventReactionAdded, storage.EventReactionRemoved:
+		d.Reaction = &storage.Reaction{ID: storage.NewID("rxn_test_"), MessageID: msg.ID, ChatID: chat.ID, LineID: line.ID, Type: "love",
+			Sender: contact, Added: event == storage.EventReactionAdded, SentAt: now, SyncedAt: now}
+	case storage.EventReceiptRead:
+		d.Receipt = &storage.Receipt{ID: storage.NewID("rcp_test_"), ChatID: chat.ID, Handle: contact, LastReadAt: now, SyncedAt: now}
+	case storage.EventChatUpdated:
+		d.ChatUpdate = &storage.ChatUpdate{Chat: chat, Action: bridge.ChatRenamed, Name: chat.Name, By: contact, At: now}
+	default:
+		switch event {
+		case storage.EventMessageSent, storage.EventMessageFailed, storage.EventMessageDelivered:
+			msg.Sender, msg.IsFromMe = line.Handle, true
+		}
+		switch event {
+		case storage.EventMessageFailed:
+			msg.FailedAt, msg.Error = now, "Not Delivered (test)"
+		case storage.EventMessageEdited:
+			msg.EditedAt = now
+		case storage.EventMessageUnsent:
+			msg.UnsentAt, msg.Text = now, nil
+		case storage.EventMessageDelivered:
+			msg.DeliveredAt = now
+		}
+		d.Message = &msg
+	}
+	return d
 }

@@ -60,6 +60,7 @@ func (s *Server) adminRoutes(r *httprouter.Router) {
 	r.GET("/webhooks", s.handle(s.adminWebhooks))
 	r.GET("/webhooks/attempts", s.handle(s.adminAttempts))
 	r.POST("/webhooks/redeliver", s.handle(s.adminRedeliver))
+	r.POST("/webhooks/test", s.handle(s.adminTestWebhook))
 	r.GET("/backup", s.adminBackup)
 	if s.opts.Metrics != nil {
 		r.Handler(http.MethodGet, "/metrics", s.opts.Metrics.Handler())

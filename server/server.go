@@ -34,6 +34,8 @@ type Options struct {
 	MaxAttempts     int   // delivery attempts per outbox item
 	SandboxQuota    int   // sandbox sends per UTC day
 	WebhookPolicy   webhook.Policy
+	// WebhookTester sends `blueline webhooks test` events; nil refuses them.
+	WebhookTester WebhookTester
 	// Advanced reports whether a line's advanced features work right now
 	// (a Messages line's need its helper connected); nil means as configured.
 	Advanced func(storage.Line) bool

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -99,6 +100,9 @@ func Open(dir string) (*DB, error) {
 	if err != nil {
 		if errors.Is(err, bolt.ErrTimeout) {
 			return nil, fmt.Errorf("open %s: the database is locked by another process (is the daemon already running?)", path)
+		}
+		if _, ok := errors.AsType[*fs.PathError](err); ok {
+			return nil, err // "open PATH: …" already
 		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}

@@ -83,8 +83,8 @@ type result struct {
 	done chan<- string
 }
 
-// New returns a dispatcher.
-func New(db *storage.DB, render Renderer, opts Options, log *slog.Logger) *Dispatcher {
+// withDefaults fills in what opts leave unset.
+func (opts Options) withDefaults() Options {
 	if opts.Schedule == nil {
 		opts.Schedule = DefaultSchedule
 	}
@@ -100,6 +100,12 @@ func New(db *storage.DB, render Renderer, opts Options, log *slog.Logger) *Dispa
 	if opts.Retention == 0 {
 		opts.Retention = 7 * 24 * time.Hour
 	}
+	return opts
+}
+
+// New returns a dispatcher.
+func New(db *storage.DB, render Renderer, opts Options, log *slog.Logger) *Dispatcher {
+	opts = opts.withDefaults()
 	return &Dispatcher{db: db, render: render, opts: opts, log: log, results: make(chan result, 1024), disabled: make(chan struct{}, 1)}
 }
 
@@ -243,23 +249,30 @@ const queueDepth = 32
 
 func (d *Dispatcher) newWorker(ctx context.Context, h storage.Webhook) *worker {
 	ctx, cancel := context.WithCancel(ctx)
-	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: d.opts.Policy.control}
+	return &worker{
+		d: d, hook: h, ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1),
+		done:   make(chan string, d.opts.Lanes*queueDepth),
+		client: newClient(d.opts),
+	}
+}
+
+// newClient is the HTTP client that posts to receivers: every connection
+// checked by the policy, receivers' certificates checked against RootCAs,
+// redirects not followed.
+func newClient(opts Options) *http.Client {
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: opts.Policy.control}
 	transport := &http.Transport{
 		// No Proxy: a proxy would connect on our behalf, past the policy.
 		DialContext:         dialer.DialContext,
-		TLSClientConfig:     &tls.Config{RootCAs: d.opts.RootCAs, MinVersion: tls.VersionTLS12},
+		TLSClientConfig:     &tls.Config{RootCAs: opts.RootCAs, MinVersion: tls.VersionTLS12},
 		TLSHandshakeTimeout: 10 * time.Second,
-		MaxIdleConnsPerHost: d.opts.Lanes,
+		MaxIdleConnsPerHost: opts.Lanes,
 		IdleConnTimeout:     90 * time.Second,
 		ForceAttemptHTTP2:   true,
 	}
-	return &worker{
-		d: d, hook: h, ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1),
-		done: make(chan string, d.opts.Lanes*queueDepth),
-		client: &http.Client{Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse // a redirect is an answer, and not a 2xx
-		}},
-	}
+	return &http.Client{Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse // a redirect is an answer, and not a 2xx
+	}}
 }
 
 func (w *worker) poke() {
@@ -381,6 +394,9 @@ type envelope struct {
 	Data       any    `json:"data"`
 	Timestamp  int64  `json:"timestamp"`
 	DeliveryID string `json:"delivery_id"`
+	// Test marks an event that `blueline webhooks test` sent: its data is
+	// a sample, about nothing stored.
+	Test bool `json:"test,omitempty"`
 }
 
 // attempt makes one attempt and says when to retry after a failure (0: no
@@ -418,39 +434,58 @@ func (w *worker) post(dd storage.DueDelivery, a *storage.Attempt) error {
 	if err != nil {
 		return fmt.Errorf("render event: %w", err)
 	}
-	ts := a.At
-	body, err := json.Marshal(envelope{Event: dd.Event, Data: data, Timestamp: ts, DeliveryID: dd.ID})
+	ans, err := send(w.ctx, w.client, w.d.opts.Timeout, w.hook, envelope{Event: dd.Event, Data: data, Timestamp: a.At, DeliveryID: dd.ID})
+	a.StatusCode = ans.StatusCode
+	return err
+}
+
+// answer is what a receiver answered: its status (0 when none came) and
+// the first bytes of its body.
+type answer struct {
+	StatusCode int
+	Excerpt    []byte
+}
+
+// excerptLen is how much of an answer's body is kept for the operator.
+const excerptLen = 256
+
+// send posts env to hook's receiver, signed with env.Timestamp, and reads
+// the answer within timeout. An answer other than a 2xx is an error. ctx
+// is the sender's life: when it ends, the attempt was cut short, not timed
+// out.
+func send(ctx context.Context, client *http.Client, timeout time.Duration, hook storage.Webhook, env envelope) (answer, error) {
+	body, err := json.Marshal(env)
 	if err != nil {
-		return fmt.Errorf("encode event: %w", err)
+		return answer{}, fmt.Errorf("encode event: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(w.ctx, w.d.opts.Timeout)
+	reqCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.hook.URL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, hook.URL, bytes.NewReader(body))
 	if err != nil {
-		return err
+		return answer{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "Blueline-Webhooks/1")
-	req.Header.Set(signature.HeaderSignature, signature.Sign(w.hook.Secret, ts, body))
-	req.Header.Set(signature.HeaderTimestamp, fmt.Sprint(ts))
-	req.Header.Set(signature.HeaderDeliveryID, dd.ID)
-	resp, err := w.client.Do(req)
+	req.Header.Set(signature.HeaderSignature, signature.Sign(hook.Secret, env.Timestamp, body))
+	req.Header.Set(signature.HeaderTimestamp, fmt.Sprint(env.Timestamp))
+	req.Header.Set(signature.HeaderDeliveryID, env.DeliveryID)
+	resp, err := client.Do(req)
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && w.ctx.Err() == nil {
-			return fmt.Errorf("no answer within %s", w.d.opts.Timeout)
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return answer{}, fmt.Errorf("no answer within %s", timeout)
 		}
 		// The error's text starts with the whole URL, whose path and query
 		// may carry the receiver's credential: the attempt's record, like
 		// the logs, keeps what went wrong without it.
 		if ue, ok := errors.AsType[*url.Error](err); ok {
-			return ue.Err
+			return answer{}, ue.Err
 		}
-		return err
+		return answer{}, err
 	}
 	defer resp.Body.Close()
 	// Read a little of the answer for the operator, and drain a little more
 	// so the connection can be reused.
-	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, excerptLen))
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	// An answer must be in before the deadline. The transport can hand over
 	// one that raced with it: cancelling closes the connection, a receiver
@@ -458,16 +493,16 @@ func (w *worker) post(dd storage.DueDelivery, a *storage.Attempt) error {
 	// response that reaches us before the socket is gone is returned as if
 	// in time. Such an answer, or one whose body the deadline cut, is no
 	// answer within the timeout, whatever its status.
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) && w.ctx.Err() == nil {
-		return fmt.Errorf("no answer within %s", w.d.opts.Timeout)
+	if errors.Is(reqCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		return answer{}, fmt.Errorf("no answer within %s", timeout)
 	}
-	a.StatusCode = resp.StatusCode
+	ans := answer{StatusCode: resp.StatusCode, Excerpt: excerpt}
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		return nil
+		return ans, nil
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
-		return fmt.Errorf("HTTP %d redirect to %q, not followed", resp.StatusCode, resp.Header.Get("Location"))
+		return ans, fmt.Errorf("HTTP %d redirect to %q, not followed", resp.StatusCode, resp.Header.Get("Location"))
 	default:
-		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(excerpt))
+		return ans, fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(excerpt))
 	}
 }

@@ -1,0 +1,70 @@
+package webhook_test
+
+import (
+	"context"
+	"crypto/x509"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blueline-app/blueline/storage"
+	"github.com/blueline-app/blueline/webhook"
+	"github.com/blueline-app/blueline/webhook/signature"
+)
+
+// A test event is signed and posted as a delivery is, marked "test", and
+// its answer reported; the policy and the timeout apply to it too.
+func TestTesterSendsSigned(t *testing.T) {
+	rc := newReceiver(t, true, func(n int, w http.ResponseWriter, r *http.Request) int {
+		if n == 2 {
+			return 500
+		}
+		return 200
+	})
+	roots := x509.NewCertPool()
+	roots.AddCert(rc.srv.Certificate())
+	tester := webhook.NewTester(webhook.Options{Policy: loopback, RootCAs: roots, Timeout: 100 * time.Millisecond})
+	hook := storage.Webhook{ID: "wh_test", URL: rc.srv.URL + "/hook", Secret: rc.secret, Events: []string{storage.EventMessageReceived}}
+
+	res := tester.Send(context.Background(), hook, storage.EventMessageReceived, map[string]string{"id": "msg_test_1"})
+	got := rc.requests()
+	if len(got) != 1 {
+		t.Fatalf("%d requests, want 1", len(got))
+	}
+	req := got[0]
+	if req.sigErr != nil || req.header.Get(signature.HeaderDeliveryID) != res.DeliveryID || !strings.HasPrefix(res.DeliveryID, "dlv_test_") ||
+		req.header.Get("User-Agent") != "Blueline-Webhooks/1" || !strings.Contains(string(req.body), `"test":true`) ||
+		!strings.Contains(string(req.body), `"event":"message.received"`) {
+		t.Errorf("test request (signature: %v): %v %s", req.sigErr, req.header, req.body)
+	}
+	if res.StatusCode != 200 || res.Error != "" || res.Body != "answer 1" || res.Event != storage.EventMessageReceived {
+		t.Errorf("result %+v", res)
+	}
+
+	// A refusal is reported with its status and body.
+	res = tester.Send(context.Background(), hook, storage.EventMessageReceived, nil)
+	if res.StatusCode != 500 || res.Error != "HTTP 500: answer 2" || res.Body != "answer 2" {
+		t.Errorf("refused: %+v", res)
+	}
+
+	// Loopback is refused unless private networks are allowed.
+	strict := webhook.NewTester(webhook.Options{Policy: webhook.Policy{AllowHTTP: true}, RootCAs: roots})
+	res = strict.Send(context.Background(), hook, storage.EventMessageReceived, nil)
+	if res.StatusCode != 0 || !strings.Contains(res.Error, "127.0.0.1 is not a public address") || len(rc.requests()) != 2 {
+		t.Errorf("policy: %+v, %d requests", res, len(rc.requests()))
+	}
+}
+
+// A receiver that does not answer within the timeout is reported as such.
+func TestTesterTimeout(t *testing.T) {
+	rc := newReceiver(t, false, func(n int, w http.ResponseWriter, r *http.Request) int {
+		<-r.Context().Done()
+		return 200
+	})
+	tester := webhook.NewTester(webhook.Options{Policy: loopback, Timeout: 50 * time.Millisecond})
+	hook := storage.Webhook{ID: "wh_test", URL: rc.srv.URL, Secret: rc.secret}
+	if res := tester.Send(context.Background(), hook, storage.EventMessageSent, nil); res.StatusCode != 0 || res.Error != "no answer within 50ms" {
+		t.Errorf("slow receiver: %+v", res)
+	}
+}
