@@ -89,25 +89,11 @@ tab-separated line per key.`,
 }
 
 func (a *app) keysRevokeCommand() *cobra.Command {
-	var asJSON bool
-	c := &cobra.Command{
+	return a.idActionCommand(&cobra.Command{
 		Use:     "revoke ID",
 		Short:   "Revoke a key at once",
 		Example: "  blueline keys revoke key_…",
-		Args:    oneArg("one ID"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := a.adminDo(cmd.Context(), http.MethodPost, "/keys/revoke", map[string]string{"id": args[0]}, nil); err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(a.stdout, map[string]any{"id": args[0], "revoked": true})
-			}
-			fmt.Fprintf(a.stdout, "revoked %s\n", args[0])
-			return nil
-		},
-	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
-	return c
+	}, "/keys/revoke", "revoked", "revoked %s\n")
 }
 
 func scopeList(scopes []string) string {

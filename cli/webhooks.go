@@ -110,23 +110,29 @@ tab-separated line per attempt.`,
 }
 
 func (a *app) webhooksRedeliverCommand() *cobra.Command {
-	var asJSON bool
-	c := &cobra.Command{
+	return a.idActionCommand(&cobra.Command{
 		Use:     "redeliver DELIVERY_ID",
 		Short:   "Queue a delivery again now (same delivery_id), whatever its state",
 		Long:    "Queue a delivery again now, with the same delivery_id, whatever its state. Its webhook must be active.",
 		Example: "  blueline webhooks redeliver dlv_…",
-		Args:    oneArg("one ID"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := a.adminDo(cmd.Context(), http.MethodPost, "/webhooks/redeliver", map[string]string{"id": args[0]}, nil); err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(a.stdout, map[string]any{"id": args[0], "queued": true})
-			}
-			fmt.Fprintf(a.stdout, "queued %s again\n", args[0])
-			return nil
-		},
+	}, "/webhooks/redeliver", "queued", "queued %s again\n")
+}
+
+// idActionCommand completes c as a command that posts its one ID argument
+// to the admin path and prints what was done: done as a line (a format
+// taking the ID), or {id, <field>: true} with --json.
+func (a *app) idActionCommand(c *cobra.Command, path, field, done string) *cobra.Command {
+	var asJSON bool
+	c.Args = oneArg("one ID")
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := a.adminDo(cmd.Context(), http.MethodPost, path, map[string]string{"id": args[0]}, nil); err != nil {
+			return err
+		}
+		if asJSON {
+			return printJSON(a.stdout, map[string]any{"id": args[0], field: true})
+		}
+		fmt.Fprintf(a.stdout, done, args[0])
+		return nil
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
