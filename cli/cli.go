@@ -152,6 +152,24 @@ simulated sandbox line and one simulated line with advanced features.`,
 		switch c.Name() {
 		case "help":
 			c.Example = "  blueline help keys create"
+			// An unknown topic is a usage error (exit 2) with suggestions,
+			// as an unknown command is; cobra's own prints the root's
+			// usage and exits 0.
+			c.Run = nil
+			c.RunE = func(cmd *cobra.Command, args []string) error {
+				target, rest, err := root.Find(args)
+				if err != nil || target == nil || len(rest) > 0 {
+					msg := fmt.Sprintf("unknown help topic %q", strings.Join(args, " "))
+					if len(args) > 0 {
+						if s := root.SuggestionsFor(args[len(args)-1]); len(s) > 0 {
+							msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+						}
+					}
+					return usageErrorf("%s", msg)
+				}
+				target.InitDefaultHelpFlag()
+				return target.Help()
+			}
 		case "completion":
 			c.Example = "  blueline completion bash > /etc/bash_completion.d/blueline\n  blueline completion zsh > \"${fpath[1]}/_blueline\"\n  blueline completion fish > ~/.config/fish/completions/blueline.fish"
 			c.Args, c.SuggestionsMinimumDistance, c.RunE = cobra.ArbitraryArgs, 2, groupRunE("bash, zsh, fish or powershell")

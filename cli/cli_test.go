@@ -103,6 +103,8 @@ func TestSuggestions(t *testing.T) {
 		{[]string{"webhook"}, "Did you mean this?\n\twebhooks"},
 		{[]string{"keys", "creat"}, `unknown keys command "creat" (create, list or revoke); did you mean create?`},
 		{[]string{"sim", "inboud"}, "did you mean inbound?"},
+		{[]string{"help", "kyes"}, "unknown help topic \"kyes\"\n\nDid you mean this?\n\tkeys"},
+		{[]string{"help", "keys", "nosuch"}, `unknown help topic "keys nosuch"`},
 	} {
 		out, errOut, code := runCLI(t, "", c.args...)
 		if code != 2 || out != "" || !strings.Contains(errOut, c.want) {

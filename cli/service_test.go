@@ -23,6 +23,7 @@ import (
 
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/storage"
+	"github.com/blueline-app/blueline/testkit"
 )
 
 // root is the repository's root, from this package's folder: the files
@@ -323,7 +324,7 @@ func TestServiceLifecycle(t *testing.T) {
 	}
 
 	do("start")
-	eventually(t, 20*time.Second, func() bool {
+	testkit.Eventually(t, 20*time.Second, func() bool {
 		code := Run(ctx, Build{}, []string{"keys", "list", "--config", cfgPath}, io.Discard, io.Discard)
 		return code == 0 && state() == stateRunning
 	})
@@ -333,7 +334,7 @@ func TestServiceLifecycle(t *testing.T) {
 	}
 
 	do("stop")
-	eventually(t, 20*time.Second, func() bool { return state() == stateStopped })
+	testkit.Eventually(t, 20*time.Second, func() bool { return state() == stateStopped })
 	db, err := storage.Open(dataDir) // the stopped daemon released it
 	if err != nil {
 		t.Fatalf("after stop: %v", err)
@@ -595,17 +596,5 @@ func writeFile(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s", within)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -28,42 +28,87 @@ func (a *app) simCommand() *cobra.Command {
 	return sim
 }
 
-// simPost is a sim command: check the request, post it, print the answer.
-func (a *app) simPost(use, short, long, example, path string, flags func(*pflag.FlagSet), check func() (any, error)) *cobra.Command {
+// simString is a string flag of a sim command.
+type simString struct {
+	p          *string
+	name, help string
+}
+
+// simSpec is a sim command: what it posts to /sim/NAME (NAME is the first
+// word of use) and the flags that fill it in.
+type simSpec struct {
+	use, short, long, example string
+	needs                     []simString          // string flags the command cannot do without
+	flags                     func(*pflag.FlagSet) // its other flags, if any
+	check                     func() error         // what else must hold, once needs do; nil if nothing
+	req                       any                  // a pointer to the request the flags fill in
+}
+
+// simPost makes a sim command: check the request, post it, print the answer.
+func (a *app) simPost(s simSpec) *cobra.Command {
+	name, _, _ := strings.Cut(s.use, " ")
 	c := &cobra.Command{
-		Use:     use,
-		Short:   short,
-		Long:    long,
-		Example: example,
+		Use:     s.use,
+		Short:   s.short,
+		Long:    s.long,
+		Example: s.example,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req, err := check()
-			if err != nil {
+			if err := needsError("sim "+name, s.needs); err != nil {
 				return err
 			}
-			return a.adminPrint(cmd.Context(), http.MethodPost, path, req)
+			if s.check != nil {
+				if err := s.check(); err != nil {
+					return err
+				}
+			}
+			return a.adminPrint(cmd.Context(), http.MethodPost, "/sim/"+name, s.req)
 		},
 	}
-	flags(c.Flags())
+	for _, f := range s.needs {
+		c.Flags().StringVar(f.p, f.name, "", f.help)
+	}
+	if s.flags != nil {
+		s.flags(c.Flags())
+	}
 	return c
+}
+
+// needsError is the usage error of command when one of needs is missing:
+// it names them all.
+func needsError(command string, needs []simString) error {
+	var names []string
+	missing := false
+	for _, f := range needs {
+		names = append(names, "--"+f.name)
+		missing = missing || *f.p == ""
+	}
+	if !missing {
+		return nil
+	}
+	list := names[len(names)-1]
+	if len(names) > 1 {
+		list = strings.Join(names[:len(names)-1], ", ") + " and " + list
+	}
+	return usageErrorf("%s needs %s", command, list)
 }
 
 func (a *app) simInboundCommand() *cobra.Command {
 	var req server.SimInbound
 	var participants string
-	return a.simPost(
-		"inbound --line HANDLE --from HANDLE [--text TEXT] [--attach PATH | --audio PATH [--transcription TEXT]] [--chat cht_… | --group NAME --participants a,b,c]",
-		"A simulated contact texts a line; prints the stored message as JSON",
-		`A simulated contact texts a line, optionally with a file (a picture, a .vcf
+	return a.simPost(simSpec{
+		use:   "inbound --line HANDLE --from HANDLE [--text TEXT] [--attach PATH | --audio PATH [--transcription TEXT]] [--chat cht_… | --group NAME --participants a,b,c]",
+		short: "A simulated contact texts a line; prints the stored message as JSON",
+		long: `A simulated contact texts a line, optionally with a file (a picture, a .vcf
 contact card…) or a voice memo, and the stored message is printed as JSON.
 --text may be left out when a file is sent. Without --transcription a voice
 memo's transcription is null (not transcribed yet).`,
-		`  blueline sim inbound --line +15550000000 --from +15551234567 --text hello
+		example: `  blueline sim inbound --line +15550000000 --from +15551234567 --text hello
   blueline sim inbound --line +15550000000 --from +15551234567 --attach cat.jpg
   blueline sim inbound --line +15550000000 --from +15551234567 --audio memo.m4a --transcription "call me"
   blueline sim inbound --line +15550000000 --from +15551234567 --text hi --group Friends --participants +15551234567,+15557654321`,
-		"/sim/inbound",
-		func(f *pflag.FlagSet) {
+		// Not needs: --text may be left out, and the usage error says so.
+		flags: func(f *pflag.FlagSet) {
 			f.StringVar(&req.Line, "line", "", "the line that receives the message")
 			f.StringVar(&req.From, "from", "", "the simulated contact's handle")
 			f.StringVar(&req.Text, "text", "", "the message text")
@@ -77,15 +122,15 @@ memo's transcription is null (not transcribed yet).`,
 				return nil
 			})
 		},
-		func() (any, error) {
+		check: func() error {
 			if req.Line == "" || req.From == "" || req.Text == "" && req.Attach == "" && req.Audio == "" {
-				return nil, usageErrorf("sim inbound needs --line, --from and --text (or --attach or --audio)")
+				return usageErrorf("sim inbound needs --line, --from and --text (or --attach or --audio)")
 			}
 			if (req.Group == "") != (participants == "") {
-				return nil, usageErrorf("--group and --participants go together")
+				return usageErrorf("--group and --participants go together")
 			}
 			if req.Transcription != nil && req.Audio == "" {
-				return nil, usageErrorf("--transcription goes with --audio")
+				return usageErrorf("--transcription goes with --audio")
 			}
 			// The daemon reads the file: give it a path that does not depend
 			// on this command's working directory.
@@ -93,143 +138,133 @@ memo's transcription is null (not transcribed yet).`,
 				if *p != "" {
 					abs, err := filepath.Abs(*p)
 					if err != nil {
-						return nil, err
+						return err
 					}
 					*p = abs
 				}
 			}
 			req.Participants = splitList(participants)
-			return req, nil
-		})
+			return nil
+		},
+		req: &req,
+	})
 }
 
 func (a *app) simReactionCommand() *cobra.Command {
 	var req server.SimReaction
-	return a.simPost(
-		"reaction --line HANDLE --from HANDLE --message MSG_ID_OR_GUID --type TYPE [--emoji EMOJI] [--remove]",
-		"A simulated contact adds or removes a tapback; prints the reaction as JSON",
-		`A simulated contact adds (or, with --remove, removes) a tapback on a message
+	return a.simPost(simSpec{
+		use:   "reaction --line HANDLE --from HANDLE --message MSG_ID_OR_GUID --type TYPE [--emoji EMOJI] [--remove]",
+		short: "A simulated contact adds or removes a tapback; prints the reaction as JSON",
+		long: `A simulated contact adds (or, with --remove, removes) a tapback on a message
 of its chat. --type is one of the six classic tapbacks, emoji (with --emoji)
 or sticker. The reaction record is printed as JSON.`,
-		`  blueline sim reaction --line +15550000000 --from +15551234567 --message msg_… --type love
+		example: `  blueline sim reaction --line +15550000000 --from +15551234567 --message msg_… --type love
   blueline sim reaction --line +15550000000 --from +15551234567 --message msg_… --type emoji --emoji 🎉
   blueline sim reaction --line +15550000000 --from +15551234567 --message msg_… --type love --remove`,
-		"/sim/reaction",
-		func(f *pflag.FlagSet) {
-			f.StringVar(&req.Line, "line", "", "the line whose message is reacted to")
-			f.StringVar(&req.From, "from", "", "the simulated contact's handle")
-			f.StringVar(&req.Message, "message", "", "the message (msg_… or GUID)")
-			f.StringVar(&req.Type, "type", "", "love, like, dislike, laugh, emphasize, question, emoji (with --emoji) or sticker")
+		needs: []simString{
+			{&req.Line, "line", "the line whose message is reacted to"},
+			{&req.From, "from", "the simulated contact's handle"},
+			{&req.Message, "message", "the message (msg_… or GUID)"},
+			{&req.Type, "type", "love, like, dislike, laugh, emphasize, question, emoji (with --emoji) or sticker"},
+		},
+		flags: func(f *pflag.FlagSet) {
 			f.StringVar(&req.Emoji, "emoji", "", "the emoji of a --type emoji tapback")
 			f.BoolVar(&req.Remove, "remove", false, "remove the reaction instead of adding it")
 		},
-		func() (any, error) {
-			if req.Line == "" || req.From == "" || req.Message == "" || req.Type == "" {
-				return nil, usageErrorf("sim reaction needs --line, --from, --message and --type")
-			}
+		check: func() error {
 			switch {
 			case req.Type == bridge.ReactionEmoji && req.Emoji == "":
-				return nil, usageErrorf("--type emoji needs --emoji")
+				return usageErrorf("--type emoji needs --emoji")
 			case req.Type != bridge.ReactionEmoji && req.Emoji != "":
-				return nil, usageErrorf("--emoji goes with --type emoji")
+				return usageErrorf("--emoji goes with --type emoji")
 			}
-			return req, nil
-		})
+			return nil
+		},
+		req: &req,
+	})
 }
 
 func (a *app) simTypingCommand() *cobra.Command {
 	var req server.SimTyping
-	return a.simPost(
-		"typing --line HANDLE --from HANDLE [--chat cht_…] [--state on|off]",
-		"A simulated contact starts or stops typing; prints the indicator as JSON",
-		`A simulated contact starts (default) or stops typing in its chat with the
+	return a.simPost(simSpec{
+		use:   "typing --line HANDLE --from HANDLE [--chat cht_…] [--state on|off]",
+		short: "A simulated contact starts or stops typing; prints the indicator as JSON",
+		long: `A simulated contact starts (default) or stops typing in its chat with the
 line, or in a group chat with --chat. The indicator is printed as JSON.`,
-		`  blueline sim typing --line +15550000000 --from +15551234567
+		example: `  blueline sim typing --line +15550000000 --from +15551234567
   blueline sim typing --line +15550000000 --from +15551234567 --state off`,
-		"/sim/typing",
-		func(f *pflag.FlagSet) {
-			f.StringVar(&req.Line, "line", "", "the line the contact is typing to")
-			f.StringVar(&req.From, "from", "", "the simulated contact's handle")
+		needs: []simString{
+			{&req.Line, "line", "the line the contact is typing to"},
+			{&req.From, "from", "the simulated contact's handle"},
+		},
+		flags: func(f *pflag.FlagSet) {
 			f.StringVar(&req.Chat, "chat", "", "a group chat (cht_…); default the one-to-one chat")
 			f.StringVar(&req.State, "state", "on", "on or off")
 		},
-		func() (any, error) {
-			if req.Line == "" || req.From == "" {
-				return nil, usageErrorf("sim typing needs --line and --from")
-			}
+		check: func() error {
 			if req.State != "on" && req.State != "off" {
-				return nil, usageErrorf("--state is on or off")
+				return usageErrorf("--state is on or off")
 			}
-			return req, nil
-		})
+			return nil
+		},
+		req: &req,
+	})
+}
+
+// sentMessage is the needs that name a message a simulated contact sent:
+// --line, --from and --message.
+func sentMessage(line, from, message *string) []simString {
+	return []simString{
+		{line, "line", "the line the message was sent to"},
+		{from, "from", "the simulated contact who sent it"},
+		{message, "message", "the message (msg_… or GUID)"},
+	}
 }
 
 func (a *app) simEditCommand() *cobra.Command {
 	var req server.SimEdit
-	return a.simPost(
-		"edit --line HANDLE --from HANDLE --message MSG_ID_OR_GUID --text TEXT",
-		"A simulated contact edits a message it sent; prints the message as JSON",
-		"A simulated contact edits a message it sent (message.edited). The message is printed as JSON.",
-		"  blueline sim edit --line +15550000000 --from +15551234567 --message msg_… --text \"hello again\"",
-		"/sim/edit",
-		func(f *pflag.FlagSet) {
-			f.StringVar(&req.Line, "line", "", "the line the message was sent to")
-			f.StringVar(&req.From, "from", "", "the simulated contact who sent it")
-			f.StringVar(&req.Message, "message", "", "the message (msg_… or GUID)")
-			f.StringVar(&req.Text, "text", "", "the message's new text")
-		},
-		func() (any, error) {
-			if req.Line == "" || req.From == "" || req.Message == "" || req.Text == "" {
-				return nil, usageErrorf("sim edit needs --line, --from, --message and --text")
-			}
-			return req, nil
-		})
+	return a.simPost(simSpec{
+		use:     "edit --line HANDLE --from HANDLE --message MSG_ID_OR_GUID --text TEXT",
+		short:   "A simulated contact edits a message it sent; prints the message as JSON",
+		long:    "A simulated contact edits a message it sent (message.edited). The message is printed as JSON.",
+		example: "  blueline sim edit --line +15550000000 --from +15551234567 --message msg_… --text \"hello again\"",
+		needs:   append(sentMessage(&req.Line, &req.From, &req.Message), simString{&req.Text, "text", "the message's new text"}),
+		req:     &req,
+	})
 }
 
 func (a *app) simUnsendCommand() *cobra.Command {
 	var req server.SimUnsend
-	return a.simPost(
-		"unsend --line HANDLE --from HANDLE --message MSG_ID_OR_GUID",
-		"A simulated contact unsends a message it sent; prints the message as JSON",
-		"A simulated contact unsends a message it sent (message.unsent). The message is printed as JSON.",
-		"  blueline sim unsend --line +15550000000 --from +15551234567 --message msg_…",
-		"/sim/unsend",
-		func(f *pflag.FlagSet) {
-			f.StringVar(&req.Line, "line", "", "the line the message was sent to")
-			f.StringVar(&req.From, "from", "", "the simulated contact who sent it")
-			f.StringVar(&req.Message, "message", "", "the message (msg_… or GUID)")
-		},
-		func() (any, error) {
-			if req.Line == "" || req.From == "" || req.Message == "" {
-				return nil, usageErrorf("sim unsend needs --line, --from and --message")
-			}
-			return req, nil
-		})
+	return a.simPost(simSpec{
+		use:     "unsend --line HANDLE --from HANDLE --message MSG_ID_OR_GUID",
+		short:   "A simulated contact unsends a message it sent; prints the message as JSON",
+		long:    "A simulated contact unsends a message it sent (message.unsent). The message is printed as JSON.",
+		example: "  blueline sim unsend --line +15550000000 --from +15551234567 --message msg_…",
+		needs:   sentMessage(&req.Line, &req.From, &req.Message),
+		req:     &req,
+	})
 }
 
 func (a *app) simReadCommand() *cobra.Command {
 	var req server.SimRead
-	return a.simPost(
-		"read --line HANDLE --from HANDLE [--message MSG_ID_OR_GUID] [--delivered-only]",
-		"A simulated contact reads a message the line sent; prints the message as JSON",
-		`A simulated contact reads a message the line sent in their one-to-one chat,
+	return a.simPost(simSpec{
+		use:   "read --line HANDLE --from HANDLE [--message MSG_ID_OR_GUID] [--delivered-only]",
+		short: "A simulated contact reads a message the line sent; prints the message as JSON",
+		long: `A simulated contact reads a message the line sent in their one-to-one chat,
 by default the latest (message.delivered, then receipt.read); --delivered-only
 only delivers it. The message is printed as JSON.`,
-		`  blueline sim read --line +15550000000 --from +15551234567
+		example: `  blueline sim read --line +15550000000 --from +15551234567
   blueline sim read --line +15550000000 --from +15551234567 --message msg_… --delivered-only`,
-		"/sim/read",
-		func(f *pflag.FlagSet) {
-			f.StringVar(&req.Line, "line", "", "the line whose message is read")
-			f.StringVar(&req.From, "from", "", "the simulated contact who reads it")
+		needs: []simString{
+			{&req.Line, "line", "the line whose message is read"},
+			{&req.From, "from", "the simulated contact who reads it"},
+		},
+		flags: func(f *pflag.FlagSet) {
 			f.StringVar(&req.Message, "message", "", "the line's message (msg_… or GUID); default its latest to --from")
 			f.BoolVar(&req.DeliveredOnly, "delivered-only", false, "only deliver the message to the contact's device, unread")
 		},
-		func() (any, error) {
-			if req.Line == "" || req.From == "" {
-				return nil, usageErrorf("sim read needs --line and --from")
-			}
-			return req, nil
-		})
+		req: &req,
+	})
 }
 
 // simGroupCommand is `sim group`, whose flags name one change each.
@@ -237,20 +272,21 @@ func (a *app) simGroupCommand() *cobra.Command {
 	var req server.SimGroup
 	var given []string // the change flags, in order
 	change := func(name, action string) { given, req.Action = append(given, "--"+name), action }
-	return a.simPost(
-		"group --line HANDLE --chat cht_… --by HANDLE (--add HANDLE | --remove HANDLE | --leave | --rename NAME | --photo | --remove-photo)",
-		"A member of a group chat makes one change to it; prints the change as JSON",
-		`A member of a group chat (or, with --by the line's handle, its owner) makes
+	return a.simPost(simSpec{
+		use:   "group --line HANDLE --chat cht_… --by HANDLE (--add HANDLE | --remove HANDLE | --leave | --rename NAME | --photo | --remove-photo)",
+		short: "A member of a group chat makes one change to it; prints the change as JSON",
+		long: `A member of a group chat (or, with --by the line's handle, its owner) makes
 one change to it (chat.updated). --rename "" clears the name. The change is
 printed as the event's data.`,
-		`  blueline sim group --line +15550000000 --chat cht_… --by +15551234567 --add +15557654321
+		example: `  blueline sim group --line +15550000000 --chat cht_… --by +15551234567 --add +15557654321
   blueline sim group --line +15550000000 --chat cht_… --by +15551234567 --rename "Book club"
   blueline sim group --line +15550000000 --chat cht_… --by +15551234567 --leave`,
-		"/sim/group",
-		func(f *pflag.FlagSet) {
-			f.StringVar(&req.Line, "line", "", "the line in the group")
-			f.StringVar(&req.Chat, "chat", "", "the group chat (cht_…)")
-			f.StringVar(&req.By, "by", "", "the member who makes the change, or the line's own handle")
+		needs: []simString{
+			{&req.Line, "line", "the line in the group"},
+			{&req.Chat, "chat", "the group chat (cht_…)"},
+			{&req.By, "by", "the member who makes the change, or the line's own handle"},
+		},
+		flags: func(f *pflag.FlagSet) {
 			member := func(name, action, help string) {
 				f.Func(name, help, func(v string) error {
 					if v == "" {
@@ -283,17 +319,17 @@ printed as the event's data.`,
 				})
 			}
 		},
-		func() (any, error) {
+		check: func() error {
 			switch {
-			case req.Line == "" || req.Chat == "" || req.By == "":
-				return nil, usageErrorf("sim group needs --line, --chat and --by")
 			case len(given) == 0:
-				return nil, usageErrorf("sim group needs a change: --add, --remove, --leave, --rename, --photo or --remove-photo")
+				return usageErrorf("sim group needs a change: --add, --remove, --leave, --rename, --photo or --remove-photo")
 			case len(given) > 1:
-				return nil, usageErrorf("sim group makes one change at a time, not %s", strings.Join(given, " and "))
+				return usageErrorf("sim group makes one change at a time, not %s", strings.Join(given, " and "))
 			}
-			return req, nil
-		})
+			return nil
+		},
+		req: &req,
+	})
 }
 
 func (a *app) sandboxCommand() *cobra.Command {

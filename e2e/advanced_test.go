@@ -4,16 +4,16 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/apitest"
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/bridge/sim"
 	"github.com/blueline-app/blueline/storage"
+	"github.com/blueline-app/blueline/testkit"
 )
 
 // Reactions, typing indicators, read receipts and audio messages: the writes
@@ -25,10 +25,10 @@ import (
 func (td *testDaemon) postItem(key, path string, body map[string]any, headers ...string) map[string]any {
 	td.t.Helper()
 	r := td.call("POST", path, key, body, headers...)
-	if id, _ := r.body["id"].(string); r.status != 201 || r.body["status"] != "pending" || !strings.HasPrefix(id, "obx_") {
-		td.t.Fatalf("POST %s %v: %d %s", path, body, r.status, r.raw)
+	if id, _ := r.Body["id"].(string); r.Status != 201 || r.Body["status"] != "pending" || !strings.HasPrefix(id, "obx_") {
+		td.t.Fatalf("POST %s %v: %d %s", path, body, r.Status, r.Raw)
 	}
-	return r.body
+	return r.Body
 }
 
 // postSent makes a write and waits for its delivery, which must succeed.
@@ -46,10 +46,10 @@ func (td *testDaemon) postSent(key, path string, body map[string]any) map[string
 func (td *testDaemon) listAll(key, path string) []map[string]any {
 	td.t.Helper()
 	r := td.call("GET", path, key, nil)
-	if r.status != 200 || r.body["has_more"] != false || r.body["next_cursor"] != nil {
-		td.t.Fatalf("GET %s: %d %s", path, r.status, r.raw)
+	if r.Status != 200 || r.Body["has_more"] != false || r.Body["next_cursor"] != nil {
+		td.t.Fatalf("GET %s: %d %s", path, r.Status, r.Raw)
 	}
-	return r.data()
+	return r.Data()
 }
 
 // simJSON runs a sim command that must succeed and decodes what it prints.
@@ -64,10 +64,10 @@ func (td *testDaemon) simJSON(args ...string) map[string]any {
 func (td *testDaemon) uploadedFile(key string, data []byte, contentType, filename string) string {
 	td.t.Helper()
 	r := td.call("POST", "/v1/files", key, string(data), "Content-Type", contentType, "X-Filename", filename)
-	if r.status != 201 {
-		td.t.Fatalf("upload %s: %d %s", filename, r.status, r.raw)
+	if r.Status != 201 {
+		td.t.Fatalf("upload %s: %d %s", filename, r.Status, r.Raw)
 	}
-	return r.body["id"].(string)
+	return r.Body["id"].(string)
 }
 
 // networkActions counts what the simulated network did for an outbox item.
@@ -94,37 +94,6 @@ func (td *testDaemon) networkActions(obxID string) int {
 		}
 	}
 	return n
-}
-
-// withFields copies m with fields set; a nil value deletes the field.
-func withFields(m map[string]any, kv ...any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		if kv[i+1] == nil {
-			delete(out, kv[i].(string))
-		} else {
-			out[kv[i].(string)] = kv[i+1]
-		}
-	}
-	return out
-}
-
-// checkErrorType reports an error whose type is not the one the spec's
-// table gives its status and code.
-func checkErrorType(t *testing.T, what string, r response) {
-	t.Helper()
-	want := map[int]string{400: "invalid_request_error", 401: "authentication_error", 403: "authorization_error",
-		404: "not_found_error", 429: "rate_limit_error"}[r.status]
-	if r.errCode() == "contact_has_not_messaged" {
-		want = "invalid_request_error"
-	}
-	e, _ := r.body["error"].(map[string]any)
-	if msg, _ := e["message"].(string); e["type"] != want || msg == "" {
-		t.Errorf("%s: error type %v, want %s (or no message): %s", what, e["type"], want, r.raw)
-	}
 }
 
 func isTimestamp(v any) bool {
@@ -217,7 +186,7 @@ func TestReactions(t *testing.T) {
 
 	// The contact reacts to the line's own message.
 	td.postSent(key, "/v1/messages", map[string]any{"from": mainLine, "to": alice, "text": "noon"})
-	mine := td.call("GET", "/v1/messages?from="+mainLine+"&to="+alice+"&limit=1", key, nil).data()[0]
+	mine := td.call("GET", "/v1/messages?from="+mainLine+"&to="+alice+"&limit=1", key, nil).Data()[0]
 	if r := td.simJSON("reaction", "--line", mainLine, "--from", alice, "--message", mine["id"].(string), "--type", "emphasize"); r["message_id"] != mine["id"] {
 		t.Fatalf("reaction to the line's message: %v", r)
 	}
@@ -248,10 +217,10 @@ func TestReactionVariantsAndSimRefusals(t *testing.T) {
 	// Valid variants: the chat by ID, every type, remove false, unknown fields.
 	var last string
 	for _, typ := range []string{"love", "like", "dislike", "laugh", "emphasize", "question"} {
-		last = td.postItem(key, "/v1/reactions", withFields(ok, "type", typ, "to", in["chat_id"], "remove", false, "colour", "blue"))["id"].(string)
+		last = td.postItem(key, "/v1/reactions", apitest.WithFields(ok, "type", typ, "to", in["chat_id"], "remove", false, "colour", "blue"))["id"].(string)
 	}
 	td.waitOutbox(key, last)
-	eventually(t, 5*time.Second, func() bool { return len(td.d.Sim().Reactions()) == 6 })
+	testkit.Eventually(t, 5*time.Second, func() bool { return len(td.d.Sim().Reactions()) == 6 })
 	if recs := td.listAll(key, "/v1/reactions?message_id="+in["id"].(string)); len(recs) != 6 {
 		t.Fatalf("six types: %v", recs)
 	}
@@ -328,7 +297,7 @@ func TestTyping(t *testing.T) {
 	}
 	on := lineIndicator(true)
 	if on == nil || !storage.ValidID(fmt.Sprint(on["id"]), "ind_") || on["chat_id"] != chatID || on["is_typing"] != true || !isTimestamp(on["updated_at"]) {
-		t.Errorf("the line's indicator after state on: %v (all: %s)", on, td.call("GET", listPath, key, nil).raw)
+		t.Errorf("the line's indicator after state on: %v (all: %s)", on, td.call("GET", listPath, key, nil).Raw)
 	}
 	td.postSent(key, "/v1/typing", map[string]any{"from": mainLine, "to": alice, "state": "off"})
 	if got := td.d.Sim().Typing(); len(got) != 2 || got[1].On {
@@ -352,8 +321,8 @@ func TestTyping(t *testing.T) {
 		{map[string]any{"from": mainLine, "to": carol}, 403, "contact_has_not_messaged", "to"},
 		{map[string]any{"from": plainLine, "to": alice, "state": "up"}, 400, "invalid_parameter_value", "state"},
 	} {
-		if r := td.call("POST", "/v1/typing", key, c.body); r.status != c.status || r.errCode() != c.code || r.errParam() != c.param {
-			t.Errorf("POST /v1/typing %v: %d %s", c.body, r.status, r.raw)
+		if r := td.call("POST", "/v1/typing", key, c.body); r.Status != c.status || r.ErrCode() != c.code || r.ErrParam() != c.param {
+			t.Errorf("POST /v1/typing %v: %d %s", c.body, r.Status, r.Raw)
 		}
 	}
 	for _, c := range []struct {
@@ -367,8 +336,8 @@ func TestTyping(t *testing.T) {
 		{td.key("--lines", plainLine), "?from=" + mainLine + "&to=" + alice, 403, "line_not_accessible"},
 		{td.key("--scopes", "typing:write"), "?from=" + mainLine + "&to=" + alice, 403, "insufficient_scope"},
 	} {
-		if r := td.call("GET", "/v1/typing"+c.query, c.key, nil); r.status != c.status || r.errCode() != c.code {
-			t.Errorf("GET /v1/typing%s: %d %s", c.query, r.status, r.raw)
+		if r := td.call("GET", "/v1/typing"+c.query, c.key, nil); r.Status != c.status || r.ErrCode() != c.code {
+			t.Errorf("GET /v1/typing%s: %d %s", c.query, r.Status, r.Raw)
 		}
 	}
 	if inds := td.listAll(key, "/v1/typing?from="+mainLine+"&to="+carol); len(inds) != 0 {
@@ -381,7 +350,7 @@ func TestTyping(t *testing.T) {
 		t.Fatalf("sim typing printed %v", theirs)
 	}
 	if listed := byHandle(td.listAll(key, listPath), alice); listed == nil || listed["id"] != theirs["id"] {
-		t.Fatalf("the contact's indicator is not listed: %v", td.call("GET", listPath, key, nil).raw)
+		t.Fatalf("the contact's indicator is not listed: %v", td.call("GET", listPath, key, nil).Raw)
 	}
 	stopped := td.simJSON("typing", "--line", mainLine, "--from", alice, "--state", "off")
 	if stopped["id"] != theirs["id"] || stopped["is_typing"] != false {
@@ -438,7 +407,7 @@ func TestAdvancedDeliveryFailures(t *testing.T) {
 		{"/v1/typing", map[string]any{"state": "on"}, "failed", 1, "network busy"},
 	} {
 		td.d.Sim().FailSends(alice, errors.New("network busy"))
-		body := withFields(c.body, "from", mainLine, "to", alice)
+		body := apitest.WithFields(c.body, "from", mainLine, "to", alice)
 		item := td.waitOutbox(key, td.postItem(key, c.path, body)["id"].(string))
 		if item["status"] != c.status || item["attempts"] != c.attempts || item["error"] != c.errText || item["completed_at"] == nil {
 			t.Errorf("%s after a transient failure: %v", c.path, item)
@@ -497,8 +466,8 @@ func TestReadReceipts(t *testing.T) {
 		{"GET", "/v1/receipts?from=+15559999999&to=" + alice, key, nil, 404, "line_not_found"},
 		{"GET", listPath, td.key("--scopes", "receipts:write"), nil, 403, "insufficient_scope"},
 	} {
-		if r := td.call(c.method, c.path, c.key, c.body); r.status != c.status || r.errCode() != c.code {
-			t.Errorf("%s %s %v: %d %s", c.method, c.path, c.body, r.status, r.raw)
+		if r := td.call(c.method, c.path, c.key, c.body); r.Status != c.status || r.ErrCode() != c.code {
+			t.Errorf("%s %s %v: %d %s", c.method, c.path, c.body, r.Status, r.Raw)
 		}
 	}
 	if recs := td.listAll(key, "/v1/receipts?from="+mainLine+"&to="+bob); len(recs) != 0 {
@@ -525,11 +494,11 @@ func TestAudioMessages(t *testing.T) {
 	td.inbound(plainLine, alice, "hi")
 
 	up := td.call("POST", "/v1/files", key, string(fakeM4A), "Content-Type", "audio/mp4", "X-Filename", "memo.m4a")
-	if id, _ := up.body["id"].(string); up.status != 201 || !storage.ValidID(id, "file_") || up.body["filename"] != "memo.m4a" ||
-		up.body["mime_type"] != "audio/mp4" || up.body["size"] != float64(len(fakeM4A)) || !strings.HasPrefix(fmt.Sprint(up.body["url"]), "http") {
-		t.Fatalf("upload: %d %s", up.status, up.raw)
+	if id, _ := up.Body["id"].(string); up.Status != 201 || !storage.ValidID(id, "file_") || up.Body["filename"] != "memo.m4a" ||
+		up.Body["mime_type"] != "audio/mp4" || up.Body["size"] != float64(len(fakeM4A)) || !strings.HasPrefix(fmt.Sprint(up.Body["url"]), "http") {
+		t.Fatalf("upload: %d %s", up.Status, up.Raw)
 	}
-	audio := up.body["id"].(string)
+	audio := up.Body["id"].(string)
 	mp3 := []byte("ID3\x03\x00\x00\x00 some mp3 frames")
 	note := td.uploadedFile(key, mp3, "audio/mpeg", "note.mp3")
 	text := td.uploadedFile(key, []byte("not audio"), "text/plain", "notes.txt")
@@ -548,7 +517,7 @@ func TestAudioMessages(t *testing.T) {
 	if blob, err := os.ReadFile(out.Attachment.Path); err != nil || !bytes.Equal(blob, fakeM4A) {
 		t.Fatalf("the attachment's file: %v (%d bytes)", err, len(blob))
 	}
-	m := td.call("GET", "/v1/messages?from="+mainLine+"&to="+alice+"&limit=1", key, nil).data()[0]
+	m := td.call("GET", "/v1/messages?from="+mainLine+"&to="+alice+"&limit=1", key, nil).Data()[0]
 	atts, _ := m["attachments"].([]any)
 	if m["is_audio_message"] != true || m["text"] != nil || m["is_from_me"] != true || m["outbox_id"] != item["id"] || len(atts) != 1 {
 		t.Fatalf("stored audio message: %v", m)
@@ -558,12 +527,7 @@ func TestAudioMessages(t *testing.T) {
 		!present || tr != nil {
 		t.Fatalf("stored attachment: %v", att)
 	}
-	resp, err := http.Get(fmt.Sprint(att["url"]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, body := get(t, "GET", fmt.Sprint(att["url"]))
 	if resp.StatusCode != 200 || !bytes.Equal(body, fakeM4A) {
 		t.Fatalf("download of the attachment: %d, %d bytes", resp.StatusCode, len(body))
 	}
@@ -573,7 +537,7 @@ func TestAudioMessages(t *testing.T) {
 	if out := td.d.Sim().Delivered()[1]; !out.IsAudioMessage || out.ReplyToGUID != in["guid"] || out.Attachment == nil || out.Attachment.MimeType != "audio/mpeg" {
 		t.Fatalf("voice note reached the network as %+v", out)
 	}
-	if m := td.call("GET", "/v1/messages?from="+mainLine+"&to="+alice+"&limit=1", key, nil).data()[0]; m["is_audio_message"] != true ||
+	if m := td.call("GET", "/v1/messages?from="+mainLine+"&to="+alice+"&limit=1", key, nil).Data()[0]; m["is_audio_message"] != true ||
 		m["reply_to_guid"] != in["guid"] || m["outbox_id"] != item["id"] {
 		t.Fatalf("stored voice note: %v", m)
 	}
@@ -587,26 +551,26 @@ func TestAudioMessages(t *testing.T) {
 		code       string
 		param      string
 	}{
-		{"text file", "/v1/audio-messages", withFields(ok, "audio_message", text), 400, "invalid_parameter_value", "audio_message"},
-		{"video file", "/v1/voice-notes", withFields(okNote, "voice_note", video), 400, "invalid_parameter_value", "voice_note"},
-		{"unknown file", "/v1/audio-messages", withFields(ok, "audio_message", "file_aaaaaaaaaaaaaaaaaaaaaaaaaa"), 404, "file_not_found", "audio_message"},
-		{"unknown file, alias", "/v1/voice-notes", withFields(okNote, "voice_note", "file_aaaaaaaaaaaaaaaaaaaaaaaaaa"), 404, "file_not_found", "voice_note"},
-		{"not a file ID", "/v1/audio-messages", withFields(ok, "audio_message", in["id"]), 400, "invalid_parameter_value", "audio_message"},
-		{"file ID not a string", "/v1/audio-messages", withFields(ok, "audio_message", []string{audio}), 400, "invalid_parameter_value", "audio_message"},
-		{"missing file", "/v1/audio-messages", withFields(ok, "audio_message", nil), 400, "missing_required_parameter", "audio_message"},
-		{"alias field on the main path", "/v1/audio-messages", withFields(ok, "audio_message", nil, "voice_note", audio), 400, "missing_required_parameter", "audio_message"},
-		{"main field on the alias", "/v1/voice-notes", withFields(okNote, "voice_note", nil, "audio_message", note), 400, "missing_required_parameter", "voice_note"},
-		{"no advanced features", "/v1/audio-messages", withFields(ok, "from", plainLine), 400, "advanced_features_required", "from"},
-		{"no advanced features, alias", "/v1/voice-notes", withFields(okNote, "from", plainLine), 400, "advanced_features_required", "from"},
-		{"contact never wrote", "/v1/audio-messages", withFields(ok, "to", carol), 403, "contact_has_not_messaged", "to"},
-		{"reply_to in another chat", "/v1/audio-messages", withFields(ok, "reply_to", other["id"]), 400, "invalid_parameter_value", "reply_to"},
-		{"unknown reply_to", "/v1/voice-notes", withFields(okNote, "reply_to", "msg_aaaaaaaaaaaaaaaaaaaaaaaaaa"), 404, "message_not_found", "reply_to"},
+		{"text file", "/v1/audio-messages", apitest.WithFields(ok, "audio_message", text), 400, "invalid_parameter_value", "audio_message"},
+		{"video file", "/v1/voice-notes", apitest.WithFields(okNote, "voice_note", video), 400, "invalid_parameter_value", "voice_note"},
+		{"unknown file", "/v1/audio-messages", apitest.WithFields(ok, "audio_message", "file_aaaaaaaaaaaaaaaaaaaaaaaaaa"), 404, "file_not_found", "audio_message"},
+		{"unknown file, alias", "/v1/voice-notes", apitest.WithFields(okNote, "voice_note", "file_aaaaaaaaaaaaaaaaaaaaaaaaaa"), 404, "file_not_found", "voice_note"},
+		{"not a file ID", "/v1/audio-messages", apitest.WithFields(ok, "audio_message", in["id"]), 400, "invalid_parameter_value", "audio_message"},
+		{"file ID not a string", "/v1/audio-messages", apitest.WithFields(ok, "audio_message", []string{audio}), 400, "invalid_parameter_value", "audio_message"},
+		{"missing file", "/v1/audio-messages", apitest.WithFields(ok, "audio_message", nil), 400, "missing_required_parameter", "audio_message"},
+		{"alias field on the main path", "/v1/audio-messages", apitest.WithFields(ok, "audio_message", nil, "voice_note", audio), 400, "missing_required_parameter", "audio_message"},
+		{"main field on the alias", "/v1/voice-notes", apitest.WithFields(okNote, "voice_note", nil, "audio_message", note), 400, "missing_required_parameter", "voice_note"},
+		{"no advanced features", "/v1/audio-messages", apitest.WithFields(ok, "from", plainLine), 400, "advanced_features_required", "from"},
+		{"no advanced features, alias", "/v1/voice-notes", apitest.WithFields(okNote, "from", plainLine), 400, "advanced_features_required", "from"},
+		{"contact never wrote", "/v1/audio-messages", apitest.WithFields(ok, "to", carol), 403, "contact_has_not_messaged", "to"},
+		{"reply_to in another chat", "/v1/audio-messages", apitest.WithFields(ok, "reply_to", other["id"]), 400, "invalid_parameter_value", "reply_to"},
+		{"unknown reply_to", "/v1/voice-notes", apitest.WithFields(okNote, "reply_to", "msg_aaaaaaaaaaaaaaaaaaaaaaaaaa"), 404, "message_not_found", "reply_to"},
 	} {
 		r := td.call("POST", c.path, key, c.body)
-		if r.status != c.status || r.errCode() != c.code || r.errParam() != c.param {
-			t.Errorf("%s: got %d %s param %q, want %d %s param %q: %s", c.name, r.status, r.errCode(), r.errParam(), c.status, c.code, c.param, r.raw)
+		if r.Status != c.status || r.ErrCode() != c.code || r.ErrParam() != c.param {
+			t.Errorf("%s: got %d %s param %q, want %d %s param %q: %s", c.name, r.Status, r.ErrCode(), r.ErrParam(), c.status, c.code, c.param, r.Raw)
 		}
-		checkErrorType(t, c.name, r)
+		apitest.CheckErrorType(t, c.name, r)
 	}
 	if n := len(td.d.Sim().Delivered()); n != 2 {
 		t.Fatalf("the network got %d messages after the refusals", n)
@@ -646,10 +610,10 @@ func TestAdvancedWritesFollowTheSendRules(t *testing.T) {
 	refused := func(when string, w write, key string, body map[string]any, status int, code string) {
 		t.Helper()
 		r := td.call("POST", w.path, key, body)
-		if r.status != status || r.errCode() != code {
-			t.Errorf("%s %s: got %d %s, want %d %s: %s", w.path, when, r.status, r.errCode(), status, code, r.raw)
+		if r.Status != status || r.ErrCode() != code {
+			t.Errorf("%s %s: got %d %s, want %d %s: %s", w.path, when, r.Status, r.ErrCode(), status, code, r.Raw)
 		}
-		checkErrorType(t, w.path+" "+when, r)
+		apitest.CheckErrorType(t, w.path+" "+when, r)
 	}
 	msg := in["id"].(string)
 	for _, w := range writes {
@@ -664,12 +628,12 @@ func TestAdvancedWritesFollowTheSendRules(t *testing.T) {
 		idem := "retry-" + w.path
 		first := td.postItem(key, w.path, w.body(mainLine, alice, msg), "Idempotency-Key", idem)
 		again := td.call("POST", w.path, key, w.body(mainLine, alice, msg), "Idempotency-Key", idem)
-		if again.status != 201 || again.body["id"] != first["id"] || again.header.Get("Idempotent-Replayed") != "true" {
-			t.Errorf("%s replayed: %d %s %v", w.path, again.status, again.raw, again.header)
+		if again.Status != 201 || again.Body["id"] != first["id"] || again.Header.Get("Idempotent-Replayed") != "true" {
+			t.Errorf("%s replayed: %d %s %v", w.path, again.Status, again.Raw, again.Header)
 		}
-		if r := td.call("POST", w.path, key, w.body(mainLine, in["chat_id"].(string), msg), "Idempotency-Key", idem); r.status != 400 ||
-			r.errCode() != "invalid_parameter_value" || r.errParam() != "Idempotency-Key" {
-			t.Errorf("%s with the key of another body: %d %s", w.path, r.status, r.raw)
+		if r := td.call("POST", w.path, key, w.body(mainLine, in["chat_id"].(string), msg), "Idempotency-Key", idem); r.Status != 400 ||
+			r.ErrCode() != "invalid_parameter_value" || r.ErrParam() != "Idempotency-Key" {
+			t.Errorf("%s with the key of another body: %d %s", w.path, r.Status, r.Raw)
 		}
 		if item := td.waitOutbox(key, first["id"].(string)); item["status"] != "sent" {
 			t.Errorf("%s: %v", w.path, item)
@@ -707,12 +671,12 @@ func TestAdvancedWritesFollowTheSendRules(t *testing.T) {
 	for _, w := range []write{audioMessage, voiceNote} {
 		refused("over the sandbox quota", w, key, w.body(sandboxLine, alice, act), 429, "sandbox_quota_exceeded")
 	}
-	if r := td.call("POST", "/v1/messages", key, map[string]any{"from": sandboxLine, "to": alice, "text": "6"}); r.errCode() != "sandbox_quota_exceeded" {
-		t.Errorf("sixth message: %d %s", r.status, r.raw)
+	if r := td.call("POST", "/v1/messages", key, map[string]any{"from": sandboxLine, "to": alice, "text": "6"}); r.ErrCode() != "sandbox_quota_exceeded" {
+		t.Errorf("sixth message: %d %s", r.Status, r.Raw)
 	}
 	// A replay is no new send: still answered.
-	if r := td.call("POST", audioMessage.path, key, audioMessage.body(sandboxLine, alice, ""), "Idempotency-Key", "memo"); r.status != 201 || r.body["id"] != memo {
-		t.Errorf("replay over the quota: %d %s", r.status, r.raw)
+	if r := td.call("POST", audioMessage.path, key, audioMessage.body(sandboxLine, alice, ""), "Idempotency-Key", "memo"); r.Status != 201 || r.Body["id"] != memo {
+		t.Errorf("replay over the quota: %d %s", r.Status, r.Raw)
 	}
 	for _, w := range []write{reaction, typing, receipt} {
 		post(w)
@@ -747,7 +711,7 @@ func TestLateTranscription(t *testing.T) {
 	}
 	stored := func() map[string]any {
 		t.Helper()
-		msgs := td.call("GET", "/v1/messages?from="+mainLine+"&to="+alice, key, nil).data()
+		msgs := td.call("GET", "/v1/messages?from="+mainLine+"&to="+alice, key, nil).Data()
 		if len(msgs) != 1 {
 			t.Fatalf("%d messages, want the memo once", len(msgs))
 		}

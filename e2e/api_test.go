@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/blueline-app/blueline/apitest"
+	"github.com/blueline-app/blueline/testkit"
 )
 
 // The offline walkthrough of the README, end to end: a key, the sandbox
@@ -18,13 +21,13 @@ func TestWalkthrough(t *testing.T) {
 
 	// The key's owner has no sandbox yet; POST /v1/sandbox starts it.
 	sb := td.call("GET", "/v1/sandbox", key, nil)
-	if sb.status != 200 || sb.body["status"] != "missing" || sb.body["activation_code"] != nil || sb.body["sandbox_line_handle"] != sandboxLine {
-		t.Fatalf("sandbox before activation: %d %s", sb.status, sb.raw)
+	if sb.Status != 200 || sb.Body["status"] != "missing" || sb.Body["activation_code"] != nil || sb.Body["sandbox_line_handle"] != sandboxLine {
+		t.Fatalf("sandbox before activation: %d %s", sb.Status, sb.Raw)
 	}
 	sb = td.call("POST", "/v1/sandbox", key, nil)
-	code, _ := sb.body["activation_code"].(string)
-	if sb.status != 201 || sb.body["status"] != "pending" || !strings.HasPrefix(code, "BL-") {
-		t.Fatalf("sandbox started: %d %s", sb.status, sb.raw)
+	code, _ := sb.Body["activation_code"].(string)
+	if sb.Status != 201 || sb.Body["status"] != "pending" || !strings.HasPrefix(code, "BL-") {
+		t.Fatalf("sandbox started: %d %s", sb.Status, sb.Raw)
 	}
 	var all map[string]any
 	decodeJSON(t, td.mustCLI("sandbox"), &all)
@@ -35,19 +38,19 @@ func TestWalkthrough(t *testing.T) {
 	}
 
 	r := td.call("POST", "/v1/messages", key, map[string]any{"from": sandboxLine, "to": alice, "text": "hi"})
-	if r.status != 403 || r.errCode() != "sandbox_not_activated" {
-		t.Fatalf("send before activation: %d %s", r.status, r.raw)
+	if r.Status != 403 || r.ErrCode() != "sandbox_not_activated" {
+		t.Fatalf("send before activation: %d %s", r.Status, r.Raw)
 	}
 
 	td.inbound(sandboxLine, alice, "my code is "+strings.ToLower(code))
 	sb = td.call("GET", "/v1/sandbox", key, nil)
-	if sb.body["status"] != "active" || sb.body["contact_identifier"] != alice || sb.body["activated_at"] == nil {
-		t.Fatalf("sandbox after activation: %s", sb.raw)
+	if sb.Body["status"] != "active" || sb.Body["contact_identifier"] != alice || sb.Body["activated_at"] == nil {
+		t.Fatalf("sandbox after activation: %s", sb.Raw)
 	}
 
 	r = td.call("POST", "/v1/messages", key, map[string]any{"from": sandboxLine, "to": bob, "text": "hi"})
-	if r.status != 400 || r.errCode() != "sandbox_contact_mismatch" {
-		t.Fatalf("send to unpaired number: %d %s", r.status, r.raw)
+	if r.Status != 400 || r.ErrCode() != "sandbox_contact_mismatch" {
+		t.Fatalf("send to unpaired number: %d %s", r.Status, r.Raw)
 	}
 
 	in := td.inbound(sandboxLine, alice, "Are you there?")
@@ -64,9 +67,9 @@ func TestWalkthrough(t *testing.T) {
 	}
 
 	hist := td.call("GET", "/v1/messages?from="+sandboxLine+"&to="+alice, key, nil)
-	msgs := hist.data()
-	if hist.status != 200 || len(msgs) != 3 {
-		t.Fatalf("history: %d %s", hist.status, hist.raw)
+	msgs := hist.Data()
+	if hist.Status != 200 || len(msgs) != 3 {
+		t.Fatalf("history: %d %s", hist.Status, hist.Raw)
 	}
 	sent := msgs[0]
 	if sent["is_from_me"] != true || sent["text"] != "Yes!" || sent["outbox_id"] != obx["id"] ||
@@ -77,7 +80,7 @@ func TestWalkthrough(t *testing.T) {
 		t.Fatalf("history is not most recent first: %v", msgs)
 	}
 
-	chats := td.call("GET", "/v1/chats?from="+sandboxLine, key, nil).data()
+	chats := td.call("GET", "/v1/chats?from="+sandboxLine, key, nil).Data()
 	if len(chats) != 1 || chats[0]["identifier"] != alice || chats[0]["has_received_inbound"] != true ||
 		chats[0]["is_group"] != false || chats[0]["last_message_at"] != sent["sent_at"] {
 		t.Fatalf("chats: %v", chats)
@@ -88,8 +91,8 @@ func TestWalkthrough(t *testing.T) {
 func TestKeysListAndRevoke(t *testing.T) {
 	td := startTestDaemon(t, "")
 	key := td.key()
-	if r := td.call("GET", "/v1/lines", key, nil); r.status != 200 {
-		t.Fatalf("a new key: %d %s", r.status, r.raw)
+	if r := td.call("GET", "/v1/lines", key, nil); r.Status != 200 {
+		t.Fatalf("a new key: %d %s", r.Status, r.Raw)
 	}
 	// Revocation is immediate.
 	out := td.mustCLI("keys", "list")
@@ -101,8 +104,8 @@ func TestKeysListAndRevoke(t *testing.T) {
 		t.Fatal("keys list shows the key itself")
 	}
 	td.mustCLI("keys", "revoke", fields[0])
-	if r := td.call("GET", "/v1/lines", key, nil); r.status != 401 || r.errCode() != "invalid_api_key" {
-		t.Fatalf("revoked key: %d %s", r.status, r.raw)
+	if r := td.call("GET", "/v1/lines", key, nil); r.Status != 401 || r.ErrCode() != "invalid_api_key" {
+		t.Fatalf("revoked key: %d %s", r.Status, r.Raw)
 	}
 	if out := td.mustCLI("keys", "list"); out != "" {
 		t.Fatalf("keys list after revoke: %q", out)
@@ -139,11 +142,11 @@ func TestSendVariantsDelivered(t *testing.T) {
 	// Valid variants: by chat ID, formatted handle, reply by msg_ ID and by
 	// GUID, unknown fields ignored.
 	for _, body := range []map[string]any{
-		withFields(ok, "to", td.chatID(mainLine, alice)),
-		withFields(ok, "to", "+1 (555) 111-0001"),
-		withFields(ok, "reply_to", first["id"]),
-		withFields(ok, "reply_to", first["guid"]),
-		withFields(ok, "colour", "blue"),
+		apitest.WithFields(ok, "to", td.chatID(mainLine, alice)),
+		apitest.WithFields(ok, "to", "+1 (555) 111-0001"),
+		apitest.WithFields(ok, "reply_to", first["id"]),
+		apitest.WithFields(ok, "reply_to", first["guid"]),
+		apitest.WithFields(ok, "colour", "blue"),
 	} {
 		obx := td.send(key, body)
 		if item := td.waitOutbox(key, obx["id"].(string)); item["status"] != "sent" {
@@ -156,7 +159,7 @@ func TestSendVariantsDelivered(t *testing.T) {
 func (td *testDaemon) chatID(line, contact string) string {
 	td.t.Helper()
 	r := td.call("GET", "/v1/messages?from="+line+"&to="+contact+"&limit=1", td.key(), nil)
-	msgs := r.data()
+	msgs := r.Data()
 	if len(msgs) == 0 {
 		td.t.Fatalf("no chat of %s with %s", line, contact)
 	}
@@ -175,24 +178,24 @@ func TestIdempotencyKey(t *testing.T) {
 	}
 	td.waitOutbox(key, first["id"].(string))
 	third := td.call("POST", "/v1/messages", key, body, "Idempotency-Key", "order-42")
-	if third.body["id"] != first["id"] || third.body["status"] != "sent" || third.header.Get("Idempotent-Replayed") != "true" {
-		t.Fatalf("replay after delivery: %s", third.raw)
+	if third.Body["id"] != first["id"] || third.Body["status"] != "sent" || third.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay after delivery: %s", third.Raw)
 	}
 	r := td.call("POST", "/v1/messages", key, map[string]any{"from": mainLine, "to": alice, "text": "twice?"}, "Idempotency-Key", "order-42")
-	if r.status != 400 || r.errCode() != "invalid_parameter_value" || r.errParam() != "Idempotency-Key" {
-		t.Fatalf("same key, other body: %d %s", r.status, r.raw)
+	if r.Status != 400 || r.ErrCode() != "invalid_parameter_value" || r.ErrParam() != "Idempotency-Key" {
+		t.Fatalf("same key, other body: %d %s", r.Status, r.Raw)
 	}
 	// Another API key has its own key space.
 	if other := td.send(td.key(), body, "Idempotency-Key", "order-42"); other["id"] == first["id"] {
 		t.Fatal("idempotency keys are shared between API keys")
 	}
 	sent := 0
-	for _, m := range td.call("GET", "/v1/messages?from="+mainLine+"&to="+alice, key, nil).data() {
+	for _, m := range td.call("GET", "/v1/messages?from="+mainLine+"&to="+alice, key, nil).Data() {
 		if m["text"] == "once" {
 			sent++
 		}
 	}
-	eventually(t, 5*time.Second, func() bool {
+	testkit.Eventually(t, 5*time.Second, func() bool {
 		n := 0
 		for _, out := range td.d.Sim().Delivered() {
 			if out.Text == "once" {
@@ -211,13 +214,13 @@ func TestGroupChats(t *testing.T) {
 	key := td.key()
 	m := td.inbound(mainLine, alice, "welcome to the group", "--group", "Climbing", "--participants", alice+","+bob)
 	chatID := m["chat_id"].(string)
-	chats := td.call("GET", "/v1/chats?from="+mainLine, key, nil).data()
+	chats := td.call("GET", "/v1/chats?from="+mainLine, key, nil).Data()
 	if len(chats) != 1 || chats[0]["is_group"] != true || chats[0]["name"] != "Climbing" ||
 		!slices.Equal(anyStrings(chats[0]["participants"]), []string{alice, bob}) || !strings.HasPrefix(chats[0]["identifier"].(string), "chat") {
 		t.Fatalf("group chat: %v", chats)
 	}
 	td.inbound(mainLine, carol, "I'm in too", "--chat", chatID)
-	chat := td.call("GET", "/v1/chats?from="+mainLine, key, nil).data()[0]
+	chat := td.call("GET", "/v1/chats?from="+mainLine, key, nil).Data()[0]
 	if !slices.Equal(anyStrings(chat["participants"]), []string{alice, bob, carol}) {
 		t.Fatalf("participants after carol wrote: %v", chat["participants"])
 	}
@@ -229,12 +232,12 @@ func TestGroupChats(t *testing.T) {
 	if last := delivered[len(delivered)-1]; !last.Chat.IsGroup || last.Chat.GUID == "" || len(last.Chat.Participants) != 3 {
 		t.Fatalf("delivered to %+v", last.Chat)
 	}
-	if msgs := td.call("GET", "/v1/messages?from="+mainLine+"&to="+chatID, key, nil).data(); len(msgs) != 3 || msgs[0]["text"] != "hello all" {
+	if msgs := td.call("GET", "/v1/messages?from="+mainLine+"&to="+chatID, key, nil).Data(); len(msgs) != 3 || msgs[0]["text"] != "hello all" {
 		t.Fatalf("group history: %v", msgs)
 	}
 	// The group's identifier names it as well as its ID.
 	ident := chat["identifier"].(string)
-	if msgs := td.call("GET", "/v1/messages?from="+mainLine+"&to="+ident, key, nil).data(); len(msgs) != 3 {
+	if msgs := td.call("GET", "/v1/messages?from="+mainLine+"&to="+ident, key, nil).Data(); len(msgs) != 3 {
 		t.Fatalf("group history by identifier: %v", msgs)
 	}
 	td.send(key, map[string]any{"from": mainLine, "to": ident, "text": "by identifier"})
@@ -261,11 +264,11 @@ func TestSMSLine(t *testing.T) {
 	}
 	obx := td.send(key, map[string]any{"from": smsLine, "to": alice, "text": "ok"})
 	td.waitOutbox(key, obx["id"].(string))
-	msgs := td.call("GET", "/v1/messages?from="+smsLine+"&to="+alice, key, nil).data()
+	msgs := td.call("GET", "/v1/messages?from="+smsLine+"&to="+alice, key, nil).Data()
 	if msgs[0]["service"] != "sms" || msgs[0]["is_from_me"] != true {
 		t.Fatalf("sent on an SMS line: %v", msgs[0])
 	}
-	if chats := td.call("GET", "/v1/chats?from="+smsLine, key, nil).data(); chats[0]["service"] != "sms" {
+	if chats := td.call("GET", "/v1/chats?from="+smsLine, key, nil).Data(); chats[0]["service"] != "sms" {
 		t.Fatalf("chat: %v", chats[0])
 	}
 }

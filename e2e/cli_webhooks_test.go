@@ -23,15 +23,15 @@ func TestCLIWebhooksTest(t *testing.T) {
 	out := td.mustCLI("webhooks", "test", id)
 	got := rc.waitRequests(1)
 	r := got[0]
-	if r.err != nil {
-		t.Fatalf("the test event does not verify with the webhook's secret: %v", r.err)
+	if r.Err != nil {
+		t.Fatalf("the test event does not verify with the webhook's secret: %v", r.Err)
 	}
-	if r.event() != "reaction.added" || r.body["test"] != true || !strings.HasPrefix(r.deliveryID(), "dlv_test_") ||
-		r.header.Get(signature.HeaderDeliveryID) != r.deliveryID() {
-		t.Errorf("test event: %s", r.raw)
+	if r.Event() != "reaction.added" || r.Body["test"] != true || !strings.HasPrefix(r.DeliveryID(), "dlv_test_") ||
+		r.Header.Get(signature.HeaderDeliveryID) != r.DeliveryID() {
+		t.Errorf("test event: %s", r.Raw)
 	}
-	assertConforms(t, "test reaction.added", response{status: 200, body: r.body, raw: r.raw}, sdkEvent(sdkReactionEventData))
-	if d := r.data(); !strings.HasPrefix(d["id"].(string), "rxn_test_") || d["line_handle"] != mainLine {
+	assertConforms(t, "test reaction.added", response{Status: 200, Body: r.Body, Raw: r.Raw}, sdkEvent(sdkReactionEventData))
+	if d := r.Data(); !strings.HasPrefix(d["id"].(string), "rxn_test_") || d["line_handle"] != mainLine {
 		t.Errorf("test reaction data: %v", d)
 	}
 	if f := strings.Split(strings.TrimSpace(out), "\t"); len(f) != 5 || f[0] != id || f[1] != "reaction.added" || f[2] != "200" ||
@@ -50,15 +50,15 @@ func TestCLIWebhooksTest(t *testing.T) {
 	}
 	cliJSON(t, td.mustCLI("webhooks", "test", id, "--event", "message.received", "--json"), &res)
 	r = rc.waitRequests(2)[1]
-	if r.err != nil || r.event() != "message.received" || r.body["test"] != true {
-		t.Fatalf("second test event (%v): %s", r.err, r.raw)
+	if r.Err != nil || r.Event() != "message.received" || r.Body["test"] != true {
+		t.Fatalf("second test event (%v): %s", r.Err, r.Raw)
 	}
-	assertConforms(t, "test message.received", response{status: 200, body: r.body, raw: r.raw}, sdkEvent(sdkMessageEventData))
-	if d := r.data(); !strings.HasPrefix(d["id"].(string), "msg_test_") || d["is_from_me"] != false {
+	assertConforms(t, "test message.received", response{Status: 200, Body: r.Body, Raw: r.Raw}, sdkEvent(sdkMessageEventData))
+	if d := r.Data(); !strings.HasPrefix(d["id"].(string), "msg_test_") || d["is_from_me"] != false {
 		t.Errorf("test message data: %v", d)
 	}
 	if res.Event != "message.received" || res.StatusCode != 200 || res.LatencyMs == nil || res.Body != "thanks\n" ||
-		res.Error != "" || res.DeliveryID != r.deliveryID() {
+		res.Error != "" || res.DeliveryID != r.DeliveryID() {
 		t.Errorf("--json: %+v", res)
 	}
 
@@ -78,7 +78,7 @@ func TestCLIWebhooksTest(t *testing.T) {
 	if _, _, code := td.cli("webhooks", "test"); code != 2 {
 		t.Errorf("no ID: exit %d, want 2", code)
 	}
-	if n := len(rc.requests()); n != 2 {
+	if n := len(rc.Requests()); n != 2 {
 		t.Errorf("the receiver got %d requests, want 2", n)
 	}
 }
@@ -97,12 +97,12 @@ func TestCLIWebhooksTestFailing(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "\t401\t") || !strings.Contains(out, "bad signature, go away") || !strings.Contains(errOut, "HTTP 401") {
 		t.Errorf("refused: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
-	if r := rc.waitRequests(1)[0]; r.err != nil || r.event() != "message.sent" || r.data()["is_from_me"] != true {
-		t.Errorf("refused test event (%v): %s", r.err, r.raw)
+	if r := rc.waitRequests(1)[0]; r.Err != nil || r.Event() != "message.sent" || r.Data()["is_from_me"] != true {
+		t.Errorf("refused test event (%v): %s", r.Err, r.Raw)
 	}
 
 	// The receiver gone: no status, the error.
-	rc.srv.Close()
+	rc.Server.Close()
 	out, errOut, code = td.cli("webhooks", "test", id, "--json")
 	var res struct {
 		StatusCode int    `json:"status_code"`
@@ -117,10 +117,10 @@ func TestCLIWebhooksTestFailing(t *testing.T) {
 	}
 }
 
-// answerWith answers a receiver's request with status and body. (The
-// receiver's own WriteHeader after it is superfluous, and logged so.)
+// answerWith answers a receiver's request with status and body; it returns
+// 0, which tells the receiver the answer is written.
 func answerWith(w http.ResponseWriter, status int, body string) int {
 	w.WriteHeader(status)
 	w.Write([]byte(body))
-	return status
+	return 0
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/blueline-app/blueline/testkit"
 )
 
 // buildBinary builds the daemon the way the README says, into a temp folder.
@@ -45,11 +47,24 @@ func serveBinary(td *testDaemon, bin string) *exec.Cmd {
 		td.t.Fatal(err)
 	}
 	td.t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	eventually(td.t, 20*time.Second, func() bool {
+	testkit.Eventually(td.t, 20*time.Second, func() bool {
 		_, _, code := td.cli("keys", "list")
 		return code == 0
 	})
 	return cmd
+}
+
+// processTestDaemon is a test daemon for the blueline binary to serve, on
+// a port of its own that stays the same across restarts; writeConfig writes
+// its configuration, extra appended.
+func processTestDaemon(t *testing.T) (td *testDaemon, writeConfig func(extra string)) {
+	dir := t.TempDir()
+	addr := freePort(t)
+	td = &testDaemon{t: t, cfgPath: filepath.Join(dir, "blueline.toml"), dataDir: filepath.Join(dir, "data"), base: "http://" + addr}
+	return td, func(extra string) {
+		cfg := strings.Replace(testConfig(td.dataDir, extra), `listen = "127.0.0.1:0"`, fmt.Sprintf("listen = %q", addr), 1)
+		writeFile(t, td.cfgPath, cfg)
+	}
 }
 
 // A real process is killed (SIGKILL) with one send claimed mid-flight and
@@ -59,15 +74,8 @@ func TestCrashLosesNothing(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	bin := buildBinary(t)
-	dir := t.TempDir()
-	addr := freePort(t)
-	cfgPath := filepath.Join(dir, "blueline.toml")
-	td := &testDaemon{t: t, cfgPath: cfgPath, dataDir: filepath.Join(dir, "data"), base: "http://" + addr}
-	writeConfig := func(latency string) {
-		cfg := strings.Replace(testConfig(td.dataDir, fmt.Sprintf("workers = 1\n[sim]\nlatency = %q\n", latency)),
-			`listen = "127.0.0.1:0"`, fmt.Sprintf("listen = %q", addr), 1)
-		writeFile(t, cfgPath, cfg)
-	}
+	td, write := processTestDaemon(t)
+	writeConfig := func(latency string) { write(fmt.Sprintf("workers = 1\n[sim]\nlatency = %q\n", latency)) }
 	start := func() *exec.Cmd { return serveBinary(td, bin) }
 
 	writeConfig("1h") // every send hangs: the first is claimed, the second waits
@@ -76,12 +84,12 @@ func TestCrashLosesNothing(t *testing.T) {
 	td.inbound(mainLine, alice, "hi")
 	first := td.send(key, map[string]any{"from": mainLine, "to": alice, "text": "first"})["id"].(string)
 	second := td.send(key, map[string]any{"from": mainLine, "to": alice, "text": "second"})["id"].(string)
-	eventually(t, 10*time.Second, func() bool {
-		return td.call("GET", "/v1/outbox?id="+first, key, nil).body["status"] == "claimed"
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		return td.call("GET", "/v1/outbox?id="+first, key, nil).Body["status"] == "claimed"
 	})
 	// The second waits: pending, or already claimed into its chat's queue
 	// behind the first (the dispatcher claims ahead); never sent.
-	if st := td.call("GET", "/v1/outbox?id="+second, key, nil).body["status"]; st != "pending" && st != "claimed" {
+	if st := td.call("GET", "/v1/outbox?id="+second, key, nil).Body["status"]; st != "pending" && st != "claimed" {
 		t.Fatalf("second item is %v, want pending or claimed", st)
 	}
 	if err := proc.Process.Kill(); err != nil {
@@ -97,11 +105,11 @@ func TestCrashLosesNothing(t *testing.T) {
 			t.Fatalf("after the crash: %v", item)
 		}
 	}
-	if item := td.call("GET", "/v1/outbox?id="+first, key, nil).body; item["attempts"] != 2.0 {
+	if item := td.call("GET", "/v1/outbox?id="+first, key, nil).Body; item["attempts"] != 2.0 {
 		t.Errorf("the interrupted item made %v attempts, want 2", item["attempts"])
 	}
 	count := map[string]int{}
-	for _, m := range td.call("GET", "/v1/messages?from="+mainLine+"&to="+alice, key, nil).data() {
+	for _, m := range td.call("GET", "/v1/messages?from="+mainLine+"&to="+alice, key, nil).Data() {
 		count[m["text"].(string)]++
 	}
 	if count["first"] != 1 || count["second"] != 1 || count["hi"] != 1 {
@@ -117,12 +125,8 @@ func TestCrashKeepsWebhookDeliveries(t *testing.T) {
 	}
 	rc, up := downReceiver(t)
 	bin := buildBinary(t)
-	dir := t.TempDir()
-	addr := freePort(t)
-	td := &testDaemon{t: t, cfgPath: filepath.Join(dir, "blueline.toml"), dataDir: filepath.Join(dir, "data"), base: "http://" + addr}
-	cfg := strings.Replace(testConfig(td.dataDir, webhookConfig(t, rc, "retry_schedule = [\"200ms\", \"200ms\", \"200ms\"]\n")),
-		`listen = "127.0.0.1:0"`, fmt.Sprintf("listen = %q", addr), 1)
-	writeFile(t, td.cfgPath, cfg)
+	td, writeConfig := processTestDaemon(t)
+	writeConfig(webhookConfig(t, rc, "retry_schedule = [\"200ms\", \"200ms\", \"200ms\"]\n"))
 
 	proc := serveBinary(td, bin)
 	key := td.key()
@@ -131,16 +135,16 @@ func TestCrashKeepsWebhookDeliveries(t *testing.T) {
 	first := rc.waitRequests(1)[0]
 	proc.Process.Kill()
 	proc.Wait()
-	before := len(rc.requests())
+	before := len(rc.Requests())
 
 	up()
 	serveBinary(td, bin)
 	got := rc.waitRequests(before + 1)
-	if last := got[before]; last.err != nil || last.deliveryID() != first.deliveryID() || last.data()["id"] != in["id"] {
-		t.Fatalf("after the crash: %v %s", last.err, last.raw)
+	if last := got[before]; last.Err != nil || last.DeliveryID() != first.DeliveryID() || last.Data()["id"] != in["id"] {
+		t.Fatalf("after the crash: %v %s", last.Err, last.Raw)
 	}
-	eventually(t, 10*time.Second, func() bool {
-		out := td.mustCLI("webhooks", "deliveries", "--delivery", first.deliveryID(), "--limit", "1")
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		out := td.mustCLI("webhooks", "deliveries", "--delivery", first.DeliveryID(), "--limit", "1")
 		return strings.HasSuffix(strings.TrimSpace(out), "\tok")
 	})
 }

@@ -11,16 +11,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/apitest"
 	"github.com/blueline-app/blueline/cli"
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/daemon"
+	"github.com/blueline-app/blueline/testkit"
 )
 
 // Handles of the test configuration.
@@ -80,26 +81,51 @@ retry_max = "20ms"
 
 func startTestDaemon(t testing.TB, extra string) *testDaemon {
 	t.Helper()
-	dir := t.TempDir()
-	td := &testDaemon{t: t, cfgPath: filepath.Join(dir, "blueline.toml"), dataDir: filepath.Join(dir, "data")}
-	if err := os.WriteFile(td.cfgPath, []byte(testConfig(td.dataDir, extra)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	td := newTestDaemon(t, extra)
 	td.start()
 	t.Cleanup(td.stop)
 	return td
 }
 
-func (td *testDaemon) start() {
+// newTestDaemon writes the test configuration, extra appended, in a
+// temporary folder; the daemon is not started.
+func newTestDaemon(t testing.TB, extra string) *testDaemon {
+	t.Helper()
+	dir := t.TempDir()
+	td := &testDaemon{t: t, cfgPath: filepath.Join(dir, "blueline.toml"), dataDir: filepath.Join(dir, "data")}
+	writeFile(t, td.cfgPath, testConfig(td.dataDir, extra))
+	return td
+}
+
+// config loads the daemon's configuration file.
+func (td *testDaemon) config() *config.Config {
 	td.t.Helper()
 	cfg, err := config.Load(td.cfgPath)
 	if err != nil {
 		td.t.Fatal(err)
 	}
+	return cfg
+}
+
+// keptLog is a debug-level logger whose output the test can read (and
+// -v shows).
+func keptLog() (*slog.Logger, *testkit.LogBuffer) {
+	logs := &testkit.LogBuffer{}
+	var out io.Writer = logs
+	if testing.Verbose() {
+		out = io.MultiWriter(logs, os.Stderr)
+	}
+	return slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug})), logs
+}
+
+func (td *testDaemon) start() {
+	td.t.Helper()
+	cfg := td.config()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
+	var err error
 	td.d, err = daemon.Start(context.Background(), cfg, log)
 	if err != nil {
 		td.t.Fatal(err)
@@ -154,116 +180,32 @@ func (td *testDaemon) inbound(line, from, text string, extra ...string) map[stri
 	return m
 }
 
-type response struct {
-	status int
-	header http.Header
-	body   map[string]any
-	raw    []byte
-}
+// response is an API answer, as apitest gets it.
+type response = apitest.Response
 
-// errCode is the error code of an error response, "" for any other.
-func (r response) errCode() string {
-	e, _ := r.body["error"].(map[string]any)
-	code, _ := e["code"].(string)
-	return code
-}
+// api is the client of this daemon's API, through which every request goes.
+func (td *testDaemon) api() apitest.Client { return apitest.Client{TB: td.t, Base: td.base} }
 
-func (r response) errParam() string {
-	e, _ := r.body["error"].(map[string]any)
-	p, _ := e["param"].(string)
-	return p
-}
-
-func (r response) data() []map[string]any {
-	items, _ := r.body["data"].([]any)
-	out := make([]map[string]any, len(items))
-	for i, it := range items {
-		out[i], _ = it.(map[string]any)
-	}
-	return out
-}
-
-// call makes an API request. body may be nil, a string (sent raw) or a value
-// sent as JSON.
+// call makes an API request: see apitest.Client.Call.
 func (td *testDaemon) call(method, path, key string, body any, headers ...string) response {
 	td.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	default:
-		data, err := json.Marshal(b)
-		if err != nil {
-			td.t.Fatal(err)
-		}
-		rd = bytes.NewReader(data)
-	}
-	// Encode "+" in the query as a careful client does.
-	if p, q, ok := strings.Cut(path, "?"); ok {
-		path = p + "?" + strings.ReplaceAll(q, "+", "%2B")
-	}
-	req, err := http.NewRequest(method, td.base+path, rd)
-	if err != nil {
-		td.t.Fatal(err)
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		td.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		td.t.Fatal(err)
-	}
-	r := response{status: resp.StatusCode, header: resp.Header, raw: raw}
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &r.body); err != nil {
-			td.t.Fatalf("%s %s: body is not a JSON object: %q", method, path, raw)
-		}
-	}
-	return r
+	return td.api().Call(method, path, key, body, headers...)
 }
 
-// send posts a message and returns the response, which must be 201.
+// send posts a message, which must be created, and returns it.
 func (td *testDaemon) send(key string, body map[string]any, headers ...string) map[string]any {
 	td.t.Helper()
-	r := td.call("POST", "/v1/messages", key, body, headers...)
-	if r.status != 201 {
-		td.t.Fatalf("POST /v1/messages %v: %d %s", body, r.status, r.raw)
-	}
-	return r.body
+	return td.api().Send(key, body, headers...)
 }
 
 // waitOutbox polls an outbox item until it reaches a final state.
 func (td *testDaemon) waitOutbox(key, id string) map[string]any {
 	td.t.Helper()
 	var item map[string]any
-	eventually(td.t, 10*time.Second, func() bool {
+	testkit.Eventually(td.t, 10*time.Second, func() bool {
 		r := td.call("GET", "/v1/outbox?id="+id, key, nil)
-		item = r.body
+		item = r.Body
 		return item["status"] == "sent" || item["status"] == "failed"
 	})
 	return item
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s", within)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

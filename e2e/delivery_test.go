@@ -46,27 +46,27 @@ func TestPaginationWalk(t *testing.T) {
 			path += "&cursor=" + cursor
 		}
 		r := td.call("GET", path, key, nil)
-		if r.status != 200 {
-			t.Fatalf("page %d: %d %s", page, r.status, r.raw)
+		if r.Status != 200 {
+			t.Fatalf("page %d: %d %s", page, r.Status, r.Raw)
 		}
-		for _, m := range r.data() {
+		for _, m := range r.Data() {
 			seen = append(seen, m["id"].(string))
 		}
 		// New messages arrive mid-walk; they sort before the cursor.
 		td.record(mainLine, alice, fmt.Sprintf("late %d", page))
-		if r.body["has_more"] != true {
-			if r.body["next_cursor"] != nil {
-				t.Fatalf("last page has a cursor: %s", r.raw)
+		if r.Body["has_more"] != true {
+			if r.Body["next_cursor"] != nil {
+				t.Fatalf("last page has a cursor: %s", r.Raw)
 			}
 			break
 		}
-		cursor = r.body["next_cursor"].(string)
+		cursor = r.Body["next_cursor"].(string)
 	}
 	if !slices.Equal(seen, ids) {
 		t.Fatalf("walk saw %d messages, want the %d originals in order", len(seen), len(ids))
 	}
 	// Default page size is 50.
-	if got := len(td.call("GET", "/v1/messages?from="+mainLine+"&to="+alice, key, nil).data()); got != 50 {
+	if got := len(td.call("GET", "/v1/messages?from="+mainLine+"&to="+alice, key, nil).Data()); got != 50 {
 		t.Fatalf("default page has %d messages", got)
 	}
 }
@@ -89,13 +89,13 @@ func TestChatOrderAndWalk(t *testing.T) {
 			path += "&cursor=" + cursor
 		}
 		r := td.call("GET", path, key, nil)
-		for _, c := range r.data() {
+		for _, c := range r.Data() {
 			seen = append(seen, c["identifier"].(string))
 		}
-		if r.body["has_more"] != true {
+		if r.Body["has_more"] != true {
 			break
 		}
-		cursor = r.body["next_cursor"].(string)
+		cursor = r.Body["next_cursor"].(string)
 	}
 	if len(seen) != n || seen[0] != "+15552000000" || seen[1] != fmt.Sprintf("+1555200%04d", n-1) || seen[n-1] != "+15552000001" {
 		t.Fatalf("chat order: %d chats, first %v, last %v", len(seen), seen[:2], seen[len(seen)-1])
@@ -125,19 +125,19 @@ func TestRestartKeepsEverything(t *testing.T) {
 	in := td.inbound(mainLine, alice, "before restart")
 	obx := td.send(key, map[string]any{"from": mainLine, "to": alice, "text": "reply"})
 	td.waitOutbox(key, obx["id"].(string))
-	lines := td.call("GET", "/v1/lines", key, nil).raw
+	lines := td.call("GET", "/v1/lines", key, nil).Raw
 
 	td.stop()
 	td.start()
 
-	if r := td.call("GET", "/v1/lines", key, nil); r.status != 200 || !sameLines(t, lines, r.raw) {
-		t.Fatalf("lines after restart: %d %s (before: %s)", r.status, r.raw, lines)
+	if r := td.call("GET", "/v1/lines", key, nil); r.Status != 200 || !sameLines(t, lines, r.Raw) {
+		t.Fatalf("lines after restart: %d %s (before: %s)", r.Status, r.Raw, lines)
 	}
-	msgs := td.call("GET", "/v1/messages?from="+mainLine+"&to="+alice, key, nil).data()
+	msgs := td.call("GET", "/v1/messages?from="+mainLine+"&to="+alice, key, nil).Data()
 	if len(msgs) != 2 || msgs[1]["id"] != in["id"] || msgs[0]["outbox_id"] != obx["id"] {
 		t.Fatalf("history after restart: %v", msgs)
 	}
-	if item := td.call("GET", "/v1/outbox?id="+obx["id"].(string), key, nil).body; item["status"] != "sent" {
+	if item := td.call("GET", "/v1/outbox?id="+obx["id"].(string), key, nil).Body; item["status"] != "sent" {
 		t.Fatalf("outbox after restart: %v", item)
 	}
 	// The conversation goes on.

@@ -14,6 +14,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/blueline-app/blueline/apitest"
+	"github.com/blueline-app/blueline/testkit"
 )
 
 // upload posts raw bytes to /v1/files; headers are name, value pairs.
@@ -26,32 +29,16 @@ func (td *testDaemon) upload(key string, data []byte, headers ...string) respons
 func (td *testDaemon) mustUpload(key string, data []byte, contentType, filename string) string {
 	td.t.Helper()
 	r := td.upload(key, data, "Content-Type", contentType, "X-Filename", filename)
-	if r.status != 201 {
-		td.t.Fatalf("upload %s: %d %s", filename, r.status, r.raw)
+	if r.Status != 201 {
+		td.t.Fatalf("upload %s: %d %s", filename, r.Status, r.Raw)
 	}
-	return r.body["id"].(string)
+	return r.Body["id"].(string)
 }
 
 // get fetches a URL without an API key, as a browser following a link.
 func get(t *testing.T, method, rawURL string, headers ...string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, rawURL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, body
+	return apitest.Client{TB: t}.Fetch(method, rawURL, headers...)
 }
 
 // blobs lists the files folder: only complete uploads may be there.
@@ -72,34 +59,36 @@ func (td *testDaemon) blobs() []string {
 // the SDK's getFileUrl does.
 var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
+// fileRedirect is the answer to GET /v1/files?id= with key, its redirect
+// not followed.
+func (td *testDaemon) fileRedirect(key, id string) *http.Response {
+	td.t.Helper()
+	resp, _ := apitest.Client{TB: td.t, HTTP: noRedirect}.Fetch("GET", td.base+"/v1/files?id="+url.QueryEscape(id), "Authorization", "Bearer "+key)
+	return resp
+}
+
 func TestFileUploadAndSignedDownload(t *testing.T) {
 	td := startTestDaemon(t, "")
 	key := td.key()
 	data := []byte("\x89PNG fake image bytes 0123456789")
 	r := td.upload(key, data, "Content-Type", "image/PNG", "X-Filename", "holiday.png")
-	if r.status != 201 {
-		t.Fatalf("upload: %d %s", r.status, r.raw)
+	if r.Status != 201 {
+		t.Fatalf("upload: %d %s", r.Status, r.Raw)
 	}
-	id := r.body["id"].(string)
-	if !strings.HasPrefix(id, "file_") || r.body["filename"] != "holiday.png" || r.body["mime_type"] != "image/png" ||
-		r.body["size"] != float64(len(data)) || r.body["request_id"] == nil {
-		t.Fatalf("upload answered %s", r.raw)
+	id := r.Body["id"].(string)
+	if !strings.HasPrefix(id, "file_") || r.Body["filename"] != "holiday.png" || r.Body["mime_type"] != "image/png" ||
+		r.Body["size"] != float64(len(data)) || r.Body["request_id"] == nil {
+		t.Fatalf("upload answered %s", r.Raw)
 	}
 
 	// GET /v1/files redirects to a signed URL under the daemon's own base.
-	req, _ := http.NewRequest("GET", td.base+"/v1/files?id="+id, nil)
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := noRedirect.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp := td.fileRedirect(key, id)
 	loc := resp.Header.Get("Location")
 	if resp.StatusCode != http.StatusFound || !strings.HasPrefix(loc, td.base+"/files/"+id+"?") {
 		t.Fatalf("GET /v1/files: %d Location %q", resp.StatusCode, loc)
 	}
-	if loc != r.body["url"] {
-		t.Errorf("redirect %q differs from the upload's url %q (same minute, same URL)", loc, r.body["url"])
+	if loc != r.Body["url"] {
+		t.Errorf("redirect %q differs from the upload's url %q (same minute, same URL)", loc, r.Body["url"])
 	}
 
 	dl, body := get(t, "GET", loc)
@@ -180,15 +169,15 @@ func TestFileUploadErrors(t *testing.T) {
 		{"GET without scope", td.call("GET", "/v1/files?id=file_22222222222222222222222222", td.key("--scopes", "files:write"), nil), 403, "insufficient_scope", ""},
 	}
 	for _, c := range cases {
-		if c.r.status != c.status || c.r.errCode() != c.code || c.r.errParam() != c.param {
-			t.Errorf("%s: %d %s", c.name, c.r.status, c.r.raw)
+		if c.r.Status != c.status || c.r.ErrCode() != c.code || c.r.ErrParam() != c.param {
+			t.Errorf("%s: %d %s", c.name, c.r.Status, c.r.Raw)
 		}
 		assertConforms(t, c.name, c.r, sdkError)
 	}
 
 	// Exactly the limit is accepted, also when the size is not declared.
-	if r := td.upload(key, bytes.Repeat([]byte("b"), 1000)); r.status != 201 || r.body["size"] != float64(1000) {
-		t.Fatalf("upload of exactly the limit: %d %s", r.status, r.raw)
+	if r := td.upload(key, bytes.Repeat([]byte("b"), 1000)); r.Status != 201 || r.Body["size"] != float64(1000) {
+		t.Fatalf("upload of exactly the limit: %d %s", r.Status, r.Raw)
 	}
 	req, _ := http.NewRequest("POST", td.base+"/v1/files", io.MultiReader(strings.NewReader(strings.Repeat("c", 1001))))
 	req.Header.Set("Authorization", "Bearer "+key)
@@ -215,7 +204,7 @@ func TestFileUploadErrors(t *testing.T) {
 	}
 
 	// Only the complete upload is on disk: nothing partial, no temp files.
-	eventually(t, 5*time.Second, func() bool { return len(td.blobs()) == 1 })
+	testkit.Eventually(t, 5*time.Second, func() bool { return len(td.blobs()) == 1 })
 	if names := td.blobs(); !strings.HasPrefix(names[0], "file_") {
 		t.Fatalf("files folder holds %v", names)
 	}
@@ -236,16 +225,16 @@ func TestHostileFilenames(t *testing.T) {
 	}
 	for header, want := range cases {
 		r := td.upload(key, []byte("content"), "X-Filename", header)
-		if r.status != 201 {
-			t.Errorf("%q: %d %s", header, r.status, r.raw)
+		if r.Status != 201 {
+			t.Errorf("%q: %d %s", header, r.Status, r.Raw)
 			continue
 		}
-		got, _ := r.body["filename"].(string)
+		got, _ := r.Body["filename"].(string)
 		if got != want {
 			t.Errorf("X-Filename %q stored as %q, want %q", header, got, want)
 		}
 		// The download names the file safely too.
-		resp, _ := get(t, "HEAD", r.body["url"].(string))
+		resp, _ := get(t, "HEAD", r.Body["url"].(string))
 		if cd := resp.Header.Get("Content-Disposition"); strings.ContainsAny(cd, "/\\\n") {
 			t.Errorf("%q: Content-Disposition %q", header, cd)
 		}
@@ -290,7 +279,7 @@ func TestSendAttachmentAndContactCard(t *testing.T) {
 		t.Errorf("contact card as sent: %+v", sent[1])
 	}
 
-	hist := td.call("GET", "/v1/messages?from="+mainLine+"&to="+alice, key, nil).data()
+	hist := td.call("GET", "/v1/messages?from="+mainLine+"&to="+alice, key, nil).Data()
 	card, pic := hist[0], hist[1]
 	if card["text"] != nil || card["is_audio_message"] != false {
 		t.Errorf("contact card message: %v", card)
@@ -319,8 +308,8 @@ func TestSendAttachmentAndContactCard(t *testing.T) {
 		{map[string]any{"from": mainLine, "to": alice, "attachments": []string{"photo.jpg"}}, "invalid_parameter_value", "attachments"},
 		{map[string]any{"from": mainLine, "to": alice, "attachments": []string{}}, "missing_required_parameter", "text"},
 	} {
-		if r := td.call("POST", "/v1/messages", key, c.body); r.errCode() != c.code || r.errParam() != c.param {
-			t.Errorf("%v: %d %s", c.body, r.status, r.raw)
+		if r := td.call("POST", "/v1/messages", key, c.body); r.ErrCode() != c.code || r.ErrParam() != c.param {
+			t.Errorf("%v: %d %s", c.body, r.Status, r.Raw)
 		}
 	}
 }
@@ -371,7 +360,7 @@ func TestSimInboundAttachments(t *testing.T) {
 
 	hist := td.call("GET", "/v1/messages?from="+mainLine+"&to="+alice, key, nil)
 	assertConforms(t, "history with attachments", hist, sdkList(sdkMessage))
-	if n := len(hist.data()); n != 4 {
+	if n := len(hist.Data()); n != 4 {
 		t.Fatalf("history has %d messages", n)
 	}
 

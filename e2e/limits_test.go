@@ -91,8 +91,8 @@ func TestLimitsHeaderSize(t *testing.T) {
 	}
 	// A client library's request with a large header passes too.
 	r := td.call("GET", "/healthz", "", nil, "X-Large", strings.Repeat("l", 60<<10))
-	if r.status != 200 {
-		t.Errorf("GET with a 60 KiB header: %d %s", r.status, r.raw)
+	if r.Status != 200 {
+		t.Errorf("GET with a 60 KiB header: %d %s", r.Status, r.Raw)
 	}
 }
 
@@ -258,10 +258,10 @@ func TestLimitsDownloadRanges(t *testing.T) {
 		data[i] = byte('a' + i%26)
 	}
 	r := td.upload(key, data, "X-Filename", "letters.txt")
-	if r.status != 201 {
-		t.Fatalf("upload: %d %s", r.status, r.raw)
+	if r.Status != 201 {
+		t.Fatalf("upload: %d %s", r.Status, r.Raw)
 	}
-	url := r.body["url"].(string)
+	url := r.Body["url"].(string)
 
 	ranges := func(n, step, length int) string {
 		var parts []string
@@ -289,17 +289,7 @@ func TestLimitsDownloadRanges(t *testing.T) {
 		{"beyond the end", "bytes=20000-30000", 416, 0},
 	}
 	for _, c := range cases {
-		req, _ := http.NewRequest("GET", url, nil)
-		req.Header.Set("Range", c.header)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp, body := get(t, "GET", url, "Range", c.header)
 		if resp.StatusCode != c.want {
 			t.Errorf("%s: %d (%d bytes), want %d", c.name, resp.StatusCode, len(body), c.want)
 			continue

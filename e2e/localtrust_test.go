@@ -17,28 +17,13 @@ import (
 
 	"github.com/blueline-app/blueline/cli"
 	"github.com/blueline-app/blueline/server"
+	"github.com/blueline-app/blueline/testkit"
 )
 
 // The admin socket's trust, end to end: its fallback folder under the
 // temporary directory has a name anyone can work out, so the daemon and the
 // CLI both check that it is the daemon's own (server/adminsock_test.go
 // covers the details, and a real process of another user).
-
-// sharedTempDir points the temporary directory at a fresh folder anyone may
-// write in (sticky, like /tmp), so that the fallback folder's name is free.
-func sharedTempDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "bl-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o777|fs.ModeSticky); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("TMPDIR", dir)
-	return dir
-}
 
 // longDataConfig writes a configuration whose data folder's path is too long
 // for a socket: its admin socket goes to the fallback folder.
@@ -78,7 +63,7 @@ func plantFolder(t *testing.T, folder string) string {
 }
 
 func TestDaemonRefusesPlantedSocketFolder(t *testing.T) {
-	sharedTempDir(t)
+	testkit.SharedTempDir(t)
 	cfgPath, dataDir := longDataConfig(t)
 	sock := server.AdminSocketPath(dataDir)
 	folder := filepath.Dir(sock)
@@ -119,7 +104,7 @@ func TestDaemonRefusesPlantedSocketFolder(t *testing.T) {
 // A CLI command against a socket in a planted folder sends it nothing and
 // says why.
 func TestCLIRefusesPlantedSocket(t *testing.T) {
-	sharedTempDir(t)
+	testkit.SharedTempDir(t)
 	cfgPath, dataDir := longDataConfig(t)
 	sock := server.AdminSocketPath(dataDir)
 	folder := filepath.Dir(sock)

@@ -71,7 +71,7 @@ func benchLatency(b *testing.B, watch bool) {
 		start := time.Now()
 		_, guid := fx.Insert(chatdbtest.Msg{Chat: chat, From: "+15551230001", Text: "ping " + strconv.Itoa(i)})
 		waitCount(b, 30*time.Second, func() bool {
-			items := td.call("GET", "/v1/messages?from="+macLine+"&to=%2B15551230001&limit=1", key, nil).data()
+			items := td.call("GET", "/v1/messages?from="+macLine+"&to=%2B15551230001&limit=1", key, nil).Data()
 			return len(items) == 1 && items[0]["guid"] == guid
 		})
 		api = append(api, time.Since(start))
@@ -129,7 +129,7 @@ func BenchmarkMessagesSend(b *testing.B) {
 			})
 			wait := func(id string) {
 				waitCount(b, 5*time.Minute, func() bool {
-					return td.call("GET", "/v1/outbox?id="+id, key, nil).body["status"] == "sent"
+					return td.call("GET", "/v1/outbox?id="+id, key, nil).Body["status"] == "sent"
 				})
 			}
 			b.ResetTimer()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/blueline-app/blueline/bridge/messages/chatdb/chatdbtest"
+	"github.com/blueline-app/blueline/testkit"
 )
 
 // eventLog hands out a receiver's deliveries one at a time, each once.
@@ -27,16 +28,16 @@ func newEventLog(t *testing.T, rc *receiver) *eventLog {
 func (l *eventLog) next(event string, match func(d map[string]any) bool) map[string]any {
 	l.t.Helper()
 	var found map[string]any
-	eventually(l.t, 10*time.Second, func() bool {
-		for _, r := range l.rc.requests() {
-			if r.err != nil {
-				l.t.Fatalf("delivery does not verify: %v", r.err)
+	testkit.Eventually(l.t, 10*time.Second, func() bool {
+		for _, r := range l.rc.Requests() {
+			if r.Err != nil {
+				l.t.Fatalf("delivery does not verify: %v", r.Err)
 			}
-			if l.used[r.deliveryID()] || r.event() != event || !match(r.data()) {
+			if l.used[r.DeliveryID()] || r.Event() != event || !match(r.Data()) {
 				continue
 			}
-			l.used[r.deliveryID()] = true
-			found = r.data()
+			l.used[r.DeliveryID()] = true
+			found = r.Data()
 			return true
 		}
 		return false
@@ -49,10 +50,10 @@ func (l *eventLog) next(event string, match func(d map[string]any) bool) map[str
 // delivery is at least once) counts once, by its ID.
 func (l *eventLog) counts() map[string]int {
 	out, seen := map[string]int{}, map[string]bool{}
-	for _, r := range l.rc.requests() {
-		if !seen[r.deliveryID()] {
-			seen[r.deliveryID()] = true
-			out[r.event()]++
+	for _, r := range l.rc.Requests() {
+		if !seen[r.DeliveryID()] {
+			seen[r.DeliveryID()] = true
+			out[r.Event()]++
 		}
 	}
 	return out
@@ -273,7 +274,7 @@ func TestMessagesChanges(t *testing.T) {
 	file("ic/01/cloud.png", "cloud")
 	for guid, want := range map[string]string{transferring: "late", offloaded: "cloud"} {
 		var att map[string]any
-		eventually(t, 10*time.Second, func() bool {
+		testkit.Eventually(t, 10*time.Second, func() bool {
 			att = td.messageByGUID(key, alice, guid)["attachments"].([]any)[0].(map[string]any)
 			return att["url"] != nil
 		})
@@ -306,7 +307,7 @@ func TestMessagesChanges(t *testing.T) {
 	// A retry between the removal and the write stores the message with
 	// the file missing, and the file is filled in when it appears.
 	var att map[string]any
-	eventually(t, 10*time.Second, func() bool {
+	testkit.Eventually(t, 10*time.Second, func() bool {
 		att = td.messageByGUID(key, alice, report)["attachments"].([]any)[0].(map[string]any)
 		return att["url"] != nil
 	})
@@ -326,13 +327,13 @@ func TestMessagesChanges(t *testing.T) {
 	if a := td.messageByGUID(key, alice, edited); a["text"] != "see you at 6" {
 		t.Fatalf("after the restart: %v", a)
 	}
-	eventually(t, 10*time.Second, func() bool {
-		got := fourEvents.requests()
-		return len(got) > 0 && got[len(got)-1].data()["guid"] == sentinel
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		got := fourEvents.Requests()
+		return len(got) > 0 && got[len(got)-1].Data()["guid"] == sentinel
 	})
-	for _, r := range fourEvents.requests() {
-		if e := r.event(); e != "message.received" && e != "message.sent" && e != "reaction.added" && e != "reaction.removed" {
-			t.Fatalf("the four-event receiver got %s", r.raw)
+	for _, r := range fourEvents.Requests() {
+		if e := r.Event(); e != "message.received" && e != "message.sent" && e != "reaction.added" && e != "reaction.removed" {
+			t.Fatalf("the four-event receiver got %s", r.Raw)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/blueline-app/blueline/bridge/messages/chatdb/chatdbtest"
+	"github.com/blueline-app/blueline/testkit"
 )
 
 // answeringOsascript is a stand-in osascript that waits for its answer: it
@@ -27,23 +28,23 @@ tail -n +2 "$req.reply" >&2
 exit "$(head -n 1 "$req.reply")"
 `
 
+// osaKinds name what an osascript run does, by what its script says.
+var osaKinds = []struct{ says, kind string }{
+	{"send messageText to chat id", "text→chat"},
+	{"send messageText to participant", "text→participant"},
+	{"send attachmentFile to chat id", "file→chat"},
+	{"send attachmentFile to participant", "file→participant"},
+	{"get name", "ping"},
+	{"launch application", "launch"},
+	{"to quit", "quit"},
+}
+
 // osaKind names what an osascript run does, from its script.
 func osaKind(script string) string {
-	switch {
-	case strings.Contains(script, "send messageText to chat id"):
-		return "text→chat"
-	case strings.Contains(script, "send messageText to participant"):
-		return "text→participant"
-	case strings.Contains(script, "send attachmentFile to chat id"):
-		return "file→chat"
-	case strings.Contains(script, "send attachmentFile to participant"):
-		return "file→participant"
-	case strings.Contains(script, "get name"):
-		return "ping"
-	case strings.Contains(script, "launch application"):
-		return "launch"
-	case strings.Contains(script, "to quit"):
-		return "quit"
+	for _, k := range osaKinds {
+		if strings.Contains(script, k.says) {
+			return k.kind
+		}
 	}
 	return "unknown"
 }
@@ -176,7 +177,7 @@ func (a *messagesApp) macDaemon(t testing.TB, lineExtra, extra string, contact s
 	td := startTestDaemon(t, a.config(freeTCPPort(t))+lineExtra+"\n"+extra)
 	key := td.key()
 	a.db.Insert(chatdbtest.Msg{Chat: chat, From: contact, Text: "hi there"})
-	eventually(t, 10*time.Second, func() bool { return len(td.messagesOf(key, chat.Identifier)) > 0 })
+	testkit.Eventually(t, 10*time.Second, func() bool { return len(td.messagesOf(key, chat.Identifier)) > 0 })
 	return td, key
 }
 
@@ -249,9 +250,9 @@ func TestMessagesSendMatchesALinkSplitInTwo(t *testing.T) {
 	// The second row is ours too: never reported as sent from elsewhere.
 	app.db.Insert(chatdbtest.Msg{Chat: dm, From: alice, Text: "sentinel"})
 	got := rc.waitRequests(2)
-	if got[0].event() != "message.sent" || got[0].data()["guid"] != first || got[0].data()["text"] != text ||
-		got[1].data()["text"] != "sentinel" {
-		t.Fatalf("events: %s / %s", got[0].raw, got[1].raw)
+	if got[0].Event() != "message.sent" || got[0].Data()["guid"] != first || got[0].Data()["text"] != text ||
+		got[1].Data()["text"] != "sentinel" {
+		t.Fatalf("events: %s / %s", got[0].Raw, got[1].Raw)
 	}
 	if n := len(td.messagesOf(key, alice)); n != 3 {
 		t.Errorf("%d messages stored, want 3 (hi, the split send, sentinel)", n)
@@ -278,7 +279,7 @@ func TestMessagesSendWithNoRowIsFailedNotRetried(t *testing.T) {
 		t.Fatalf("next: %v", item)
 	}
 	app.checkRuns(t, "text→chat")
-	if item := td.call("GET", "/v1/outbox?id="+obx["id"].(string), key, nil).body; item["status"] != "failed" || item["attempts"] != float64(1) {
+	if item := td.call("GET", "/v1/outbox?id="+obx["id"].(string), key, nil).Body; item["status"] != "failed" || item["attempts"] != float64(1) {
 		t.Fatalf("the unknown send changed: %v", item)
 	}
 }
@@ -292,7 +293,7 @@ func TestMessagesTahoeChatGUIDs(t *testing.T) {
 	td, key := app.macDaemon(t, fastSends, "", bob, bobDM)
 	bobAny := app.db.ChatWithGUID("any;-;"+bob, "iMessage", bob)
 	app.db.Insert(chatdbtest.Msg{Chat: bobAny, From: bob, Text: "from the any; chat"})
-	eventually(t, 10*time.Second, func() bool { return len(td.messagesOf(key, bob)) == 2 })
+	testkit.Eventually(t, 10*time.Second, func() bool { return len(td.messagesOf(key, bob)) == 2 })
 	if msgs := td.messagesOf(key, bob); msgs[0]["chat_id"] != msgs[1]["chat_id"] {
 		t.Fatalf("one conversation became two chats: %v", msgs)
 	}
@@ -301,8 +302,8 @@ func TestMessagesTahoeChatGUIDs(t *testing.T) {
 	group := app.db.ChatWithGUID("any;+;chat900000000000000001", "iMessage", bob, carol)
 	app.db.Insert(chatdbtest.Msg{Chat: group, From: carol, Text: "group hello"})
 	var groupID string
-	eventually(t, 10*time.Second, func() bool {
-		for _, c := range td.call("GET", "/v1/chats?from="+macLine, key, nil).data() {
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		for _, c := range td.call("GET", "/v1/chats?from="+macLine, key, nil).Data() {
 			if c["is_group"] == true {
 				groupID = c["id"].(string)
 			}
@@ -381,11 +382,11 @@ func TestMessagesLateNotDelivered(t *testing.T) {
 	four.waitRequests(1) // message.sent
 	app.db.MarkError(guid, 22)
 	failed := rc.waitRequests(1)[0]
-	if failed.err != nil || failed.event() != "message.failed" || failed.data()["guid"] != guid || failed.data()["outbox_id"] != obx["id"] ||
-		!strings.Contains(fmt.Sprint(failed.data()["error"]), "Not Delivered") || failed.data()["failed_at"] == nil {
-		t.Fatalf("message.failed: %v %s", failed.err, failed.raw)
+	if failed.Err != nil || failed.Event() != "message.failed" || failed.Data()["guid"] != guid || failed.Data()["outbox_id"] != obx["id"] ||
+		!strings.Contains(fmt.Sprint(failed.Data()["error"]), "Not Delivered") || failed.Data()["failed_at"] == nil {
+		t.Fatalf("message.failed: %v %s", failed.Err, failed.Raw)
 	}
-	item := td.call("GET", "/v1/outbox?id="+obx["id"].(string), key, nil).body
+	item := td.call("GET", "/v1/outbox?id="+obx["id"].(string), key, nil).Body
 	if item["status"] != "failed" || !strings.Contains(fmt.Sprint(item["error"]), "error 22") {
 		t.Fatalf("item after the late failure: %v", item)
 	}
@@ -395,8 +396,8 @@ func TestMessagesLateNotDelivered(t *testing.T) {
 	}
 	// The receiver built on the four reference events never sees it.
 	app.db.Insert(chatdbtest.Msg{Chat: dm, From: alice, Text: "sentinel"})
-	if got := four.waitRequests(2); len(got) != 2 || got[1].event() != "message.received" {
-		t.Fatalf("the four-event receiver got %s", got[len(got)-1].raw)
+	if got := four.waitRequests(2); len(got) != 2 || got[1].Event() != "message.received" {
+		t.Fatalf("the four-event receiver got %s", got[len(got)-1].Raw)
 	}
 	app.checkRuns(t, "text→chat")
 }
@@ -516,7 +517,7 @@ func TestMessagesSendHandedOverBeforeAStopIsNeverSentAgain(t *testing.T) {
 			// took the message is unknown.
 			app.setHandler(func(int, osaRun) answer { return answer{hang: true} })
 			obx := td.send(key, map[string]any{"from": macLine, "to": alice, "text": "once only"})
-			eventually(t, 10*time.Second, func() bool { return len(app.kinds()) == 1 })
+			testkit.Eventually(t, 10*time.Second, func() bool { return len(app.kinds()) == 1 })
 			td.stop()
 			var guid string
 			if written {

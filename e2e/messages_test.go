@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/blueline-app/blueline/bridge/messages/chatdb/chatdbtest"
+	"github.com/blueline-app/blueline/testkit"
 )
 
 const macLine = "+15550000009" // the line on the (simulated) Mac's Messages
@@ -77,7 +78,7 @@ type osaRun struct {
 func (m *fakeMac) nextRun() osaRun {
 	m.t.Helper()
 	var run osaRun
-	eventually(m.t, 10*time.Second, func() bool {
+	testkit.Eventually(m.t, 10*time.Second, func() bool {
 		entries, _ := os.ReadDir(m.spool)
 		for _, e := range entries {
 			name, ok := strings.CutSuffix(e.Name(), ".ready")
@@ -158,7 +159,7 @@ func freeTCPPort(t testing.TB) int {
 // messagesOf lists a chat's messages on the Mac's line, oldest first.
 func (td *testDaemon) messagesOf(key, to string) []map[string]any {
 	td.t.Helper()
-	items := td.call("GET", "/v1/messages?from="+macLine+"&to="+to+"&limit=100", key, nil).data()
+	items := td.call("GET", "/v1/messages?from="+macLine+"&to="+to+"&limit=100", key, nil).Data()
 	slices.Reverse(items)
 	return items
 }
@@ -180,7 +181,7 @@ func TestMessagesBridge(t *testing.T) {
 	td := startTestDaemon(t, mac.config(helperPort)+webhookConfig(t, rc, ""))
 	key := td.key()
 	var hist []map[string]any
-	eventually(t, 10*time.Second, func() bool { hist = td.messagesOf(key, alice); return len(hist) >= 2 })
+	testkit.Eventually(t, 10*time.Second, func() bool { hist = td.messagesOf(key, alice); return len(hist) >= 2 })
 	if len(hist) != 2 || hist[0]["text"] != "from last year" || hist[0]["guid"] != oldGUID || hist[1]["is_from_me"] != true {
 		t.Fatalf("history: %v", hist)
 	}
@@ -207,11 +208,11 @@ func TestMessagesBridge(t *testing.T) {
 	got := rc.waitRequests(8)
 	var inDM, others []string
 	for _, g := range got {
-		if g.err != nil {
-			t.Fatalf("delivery does not verify: %v", g.err)
+		if g.Err != nil {
+			t.Fatalf("delivery does not verify: %v", g.Err)
 		}
-		ev := g.event() + ":" + fmt.Sprint(g.data()["text"])
-		if g.data()["chat_id"] == hist[0]["chat_id"] {
+		ev := g.Event() + ":" + fmt.Sprint(g.Data()["text"])
+		if g.Data()["chat_id"] == hist[0]["chat_id"] {
 			inDM = append(inDM, ev)
 		} else {
 			others = append(others, ev)
@@ -224,8 +225,8 @@ func TestMessagesBridge(t *testing.T) {
 		t.Fatalf("events:\n%v\n%v\nwant\n%v\n%v", inDM, others, wantDM, wantOthers)
 	}
 	mac.db.MarkSent(elsewhere)
-	if g := rc.waitRequests(9)[8]; g.event() != "message.sent" || g.data()["text"] != "sent from my iPhone" || g.data()["is_from_me"] != true || g.data()["outbox_id"] != nil {
-		t.Errorf("message sent elsewhere: %s", g.raw)
+	if g := rc.waitRequests(9)[8]; g.Event() != "message.sent" || g.Data()["text"] != "sent from my iPhone" || g.Data()["is_from_me"] != true || g.Data()["outbox_id"] != nil {
+		t.Errorf("message sent elsewhere: %s", g.Raw)
 	}
 
 	msgs := td.messagesOf(key, alice)
@@ -254,10 +255,10 @@ func TestMessagesBridge(t *testing.T) {
 	if a := memo["attachments"].([]any)[0].(map[string]any); a["transcription"] != "call me later" || memo["text"] != nil {
 		t.Errorf("voice memo: %v", memo)
 	}
-	if m := td.call("GET", "/v1/messages?from="+macLine+"&to="+bob, key, nil).data(); len(m) != 1 || m[0]["service"] != "sms" {
+	if m := td.call("GET", "/v1/messages?from="+macLine+"&to="+bob, key, nil).Data(); len(m) != 1 || m[0]["service"] != "sms" {
 		t.Errorf("SMS chat: %v", m)
 	}
-	chats := td.call("GET", "/v1/chats?from="+macLine, key, nil).data()
+	chats := td.call("GET", "/v1/chats?from="+macLine, key, nil).Data()
 	var groupChat map[string]any
 	for _, c := range chats {
 		if c["is_group"] == true {
@@ -267,7 +268,7 @@ func TestMessagesBridge(t *testing.T) {
 	if groupChat == nil || groupChat["name"] != "Climbing" || len(groupChat["participants"].([]any)) != 2 {
 		t.Fatalf("group chat: %v", chats)
 	}
-	if g := td.call("GET", "/v1/messages?from="+macLine+"&to="+groupChat["id"].(string), key, nil).data(); len(g) != 1 || g[0]["reply_to_guid"] != helloGUID {
+	if g := td.call("GET", "/v1/messages?from="+macLine+"&to="+groupChat["id"].(string), key, nil).Data(); len(g) != 1 || g[0]["reply_to_guid"] != helloGUID {
 		t.Errorf("group message: %v", g)
 	}
 
@@ -280,7 +281,7 @@ func TestMessagesBridge(t *testing.T) {
 		!strings.Contains(run.script, "send messageText to chat id chatGUID") || strings.Contains(run.script, "pwned") {
 		t.Fatalf("osascript run: %q %q", run.script, run.args)
 	}
-	if st := td.call("GET", "/v1/outbox?id="+obx["id"].(string), key, nil).body["status"]; st != "claimed" {
+	if st := td.call("GET", "/v1/outbox?id="+obx["id"].(string), key, nil).Body["status"]; st != "claimed" {
 		t.Errorf("before chat.db shows the send, the item is %v", st)
 	}
 	_, sentGUID := mac.db.Insert(chatdbtest.Msg{Chat: dm, Text: hostile}) // Messages writes the row, unsent…
@@ -289,8 +290,8 @@ func TestMessagesBridge(t *testing.T) {
 		t.Fatalf("send: %v", item)
 	}
 	sent := rc.waitRequests(10)[9]
-	if sent.event() != "message.sent" || sent.data()["guid"] != sentGUID || sent.data()["outbox_id"] != obx["id"] {
-		t.Errorf("message.sent: %s", sent.raw)
+	if sent.Event() != "message.sent" || sent.Data()["guid"] != sentGUID || sent.Data()["outbox_id"] != obx["id"] {
+		t.Errorf("message.sent: %s", sent.Raw)
 	}
 
 	// A send Messages fails.
@@ -322,60 +323,60 @@ func TestMessagesBridge(t *testing.T) {
 	if _, err := os.Stat(stagedPic); !os.IsNotExist(err) {
 		t.Errorf("the staged picture was not cleaned up: %v", err)
 	}
-	if g := rc.waitRequests(11)[10]; g.event() != "message.sent" || g.data()["guid"] != picGUID {
-		t.Errorf("file message.sent: %s", g.raw)
+	if g := rc.waitRequests(11)[10]; g.Event() != "message.sent" || g.Data()["guid"] != picGUID {
+		t.Errorf("file message.sent: %s", g.Raw)
 	}
 
 	// Our own sends were never reported as sent from elsewhere: the next
 	// delivery is a sentinel inserted after them.
 	mac.db.Insert(chatdbtest.Msg{Chat: dm, From: alice, Text: "sentinel"})
-	if g := rc.waitRequests(12); len(g) != 12 || g[11].data()["text"] != "sentinel" {
-		t.Fatalf("after our sends: %s", g[len(g)-1].raw)
+	if g := rc.waitRequests(12); len(g) != 12 || g[11].Data()["text"] != "sentinel" {
+		t.Fatalf("after our sends: %s", g[len(g)-1].Raw)
 	}
 
 	// Advanced features follow the private-API helper.
 	reaction := map[string]any{"from": macLine, "to": alice, "message_id": helloGUID, "type": "like"}
-	if r := td.call("POST", "/v1/reactions", key, reaction); r.errCode() != "advanced_features_required" {
-		t.Fatalf("reaction without the helper: %d %s", r.status, r.raw)
+	if r := td.call("POST", "/v1/reactions", key, reaction); r.ErrCode() != "advanced_features_required" {
+		t.Fatalf("reaction without the helper: %d %s", r.Status, r.Raw)
 	}
 	helper := connectHelper(t, helperPort)
 	macAdvanced := func() bool {
-		for _, l := range td.call("GET", "/v1/lines", key, nil).data() {
+		for _, l := range td.call("GET", "/v1/lines", key, nil).Data() {
 			if l["handle"] == macLine {
 				return l["advanced_features"] == true
 			}
 		}
 		return false
 	}
-	eventually(t, 5*time.Second, macAdvanced)
+	testkit.Eventually(t, 5*time.Second, macAdvanced)
 
 	r := td.call("POST", "/v1/reactions", key, reaction)
-	if r.status != 201 {
-		t.Fatalf("reaction: %d %s", r.status, r.raw)
+	if r.Status != 201 {
+		t.Fatalf("reaction: %d %s", r.Status, r.Raw)
 	}
 	f := helper.next(t)
 	data, _ := f["data"].(map[string]any)
 	if f["action"] != "send-reaction" || data["chatGuid"] != dm.GUID || data["selectedMessageGuid"] != helloGUID || data["reactionType"] != "like" {
 		t.Fatalf("reaction frame: %v", f)
 	}
-	if item := td.waitOutbox(key, r.body["id"].(string)); item["status"] != "sent" {
+	if item := td.waitOutbox(key, r.Body["id"].(string)); item["status"] != "sent" {
 		t.Fatalf("reaction: %v", item)
 	}
 	r = td.call("POST", "/v1/typing", key, map[string]any{"from": macLine, "to": alice})
-	if f := helper.next(t); r.status != 201 || f["action"] != "start-typing" || f["data"].(map[string]any)["chatGuid"] != dm.GUID {
-		t.Fatalf("typing: %d, frame %v", r.status, f)
+	if f := helper.next(t); r.Status != 201 || f["action"] != "start-typing" || f["data"].(map[string]any)["chatGuid"] != dm.GUID {
+		t.Fatalf("typing: %d, frame %v", r.Status, f)
 	}
 	r = td.call("POST", "/v1/receipts", key, map[string]any{"from": macLine, "to": alice})
-	if f := helper.next(t); r.status != 201 || f["action"] != "mark-chat-read" {
-		t.Fatalf("receipt: %d, frame %v", r.status, f)
+	if f := helper.next(t); r.Status != 201 || f["action"] != "mark-chat-read" {
+		t.Fatalf("receipt: %d, frame %v", r.Status, f)
 	}
 
 	// A voice memo goes through the helper as an audio-message balloon,
 	// staged where sandboxed Messages may read it.
 	audio := td.mustUpload(key, []byte("caf audio"), "audio/x-caf", "memo.caf")
 	r = td.call("POST", "/v1/audio-messages", key, map[string]any{"from": macLine, "to": alice, "audio_message": audio})
-	if r.status != 201 {
-		t.Fatalf("audio message: %d %s", r.status, r.raw)
+	if r.Status != 201 {
+		t.Fatalf("audio message: %d %s", r.Status, r.Raw)
 	}
 	f = helper.next(t)
 	data, _ = f["data"].(map[string]any)
@@ -387,7 +388,7 @@ func TestMessagesBridge(t *testing.T) {
 	}
 	memoGUID := "HELPER-" + f["transactionId"].(string)
 	mac.db.Insert(chatdbtest.Msg{Chat: dm, GUID: memoGUID, IsAudioMessage: true, IsSent: true})
-	if item := td.waitOutbox(key, r.body["id"].(string)); item["status"] != "sent" {
+	if item := td.waitOutbox(key, r.Body["id"].(string)); item["status"] != "sent" {
 		t.Fatalf("audio message: %v", item)
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
@@ -396,8 +397,8 @@ func TestMessagesBridge(t *testing.T) {
 
 	// A contact typing, as the helper reports it.
 	fmt.Fprintf(helper.conn, `{"event":"started-typing","guid":%q}`+"\r\n", dm.GUID)
-	eventually(t, 5*time.Second, func() bool {
-		for _, ind := range td.call("GET", "/v1/typing?from="+macLine+"&to="+alice, key, nil).data() {
+	testkit.Eventually(t, 5*time.Second, func() bool {
+		for _, ind := range td.call("GET", "/v1/typing?from="+macLine+"&to="+alice, key, nil).Data() {
 			if ind["handle"] == alice && ind["is_typing"] == true {
 				return true
 			}
@@ -405,19 +406,19 @@ func TestMessagesBridge(t *testing.T) {
 		return false
 	})
 	helper.conn.Close()
-	eventually(t, 5*time.Second, func() bool { return !macAdvanced() })
+	testkit.Eventually(t, 5*time.Second, func() bool { return !macAdvanced() })
 
 	// A restart neither replays old rows nor misses one written meanwhile.
-	before := len(rc.requests())
+	before := len(rc.Requests())
 	td.stop()
 	mac.db.Insert(chatdbtest.Msg{Chat: dm, From: alice, Text: "while you were away"})
 	td.start()
 	got = rc.waitRequests(before + 1)
-	if got[before].data()["text"] != "while you were away" {
-		t.Fatalf("after restart: %s", got[before].raw)
+	if got[before].Data()["text"] != "while you were away" {
+		t.Fatalf("after restart: %s", got[before].Raw)
 	}
 	mac.db.Insert(chatdbtest.Msg{Chat: dm, From: alice, Text: "second sentinel"})
-	if got = rc.waitRequests(before + 2); len(got) != before+2 || got[before+1].data()["text"] != "second sentinel" {
+	if got = rc.waitRequests(before + 2); len(got) != before+2 || got[before+1].Data()["text"] != "second sentinel" {
 		t.Fatalf("after restart, old rows came again: %d deliveries", len(got))
 	}
 }

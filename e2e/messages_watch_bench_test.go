@@ -32,6 +32,7 @@ import (
 	"github.com/blueline-app/blueline/bridge/messages/typedstream"
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/daemon"
+	"github.com/blueline-app/blueline/testkit"
 )
 
 // The Messages watcher, measured on the real daemon over a real chat.db:
@@ -146,14 +147,14 @@ func macLineTOML(b *testing.B, chatDB string) string {
 type loggedDaemon struct {
 	*testDaemon
 	b   *testing.B
-	log *syncBuffer
+	log *testkit.LogBuffer
 }
 
 // newLoggedDaemon writes a test daemon's configuration without starting it.
 func newLoggedDaemon(b *testing.B, extra string) *loggedDaemon {
 	dir := b.TempDir()
 	ld := &loggedDaemon{testDaemon: &testDaemon{t: b, cfgPath: filepath.Join(dir, "blueline.toml"), dataDir: filepath.Join(dir, "data")},
-		b: b, log: &syncBuffer{}}
+		b: b, log: &testkit.LogBuffer{}}
 	writeFile(b, ld.cfgPath, testConfig(ld.dataDir, extra))
 	b.Cleanup(ld.stop)
 	return ld
@@ -240,8 +241,8 @@ func BenchmarkMessagesWatchLatency(b *testing.B) {
 	key := td.key()
 	r := td.call("POST", "/v1/webhooks", key, map[string]any{"from": macLine, "url": hc.srv.URL + "/h",
 		"events": []string{"message.received", "message.edited"}})
-	if r.status != 201 {
-		b.Fatalf("POST /v1/webhooks: %d %s", r.status, r.raw)
+	if r.Status != 201 {
+		b.Fatalf("POST /v1/webhooks: %d %s", r.Status, r.Raw)
 	}
 	wait := func(event, guid string, since time.Time) time.Duration {
 		var at time.Time
@@ -674,8 +675,8 @@ func BenchmarkMessagesFirstStart(b *testing.B) {
 		// it nothing.
 		key := ld.key()
 		if r := ld.call("POST", "/v1/webhooks", key, map[string]any{"from": macLine, "url": hc.srv.URL + "/h",
-			"events": []string{"message.received", "message.sent"}}); r.status != 201 {
-			b.Fatalf("POST /v1/webhooks: %d %s", r.status, r.raw)
+			"events": []string{"message.received", "message.sent"}}); r.Status != 201 {
+			b.Fatalf("POST /v1/webhooks: %d %s", r.Status, r.Raw)
 		}
 		done := ld.waitLog(30*time.Minute, "imported the Messages history", 1)
 		took := time.Since(start)
@@ -740,7 +741,7 @@ func BenchmarkMessagesFirstStart(b *testing.B) {
 		b.StopTimer()
 		waitCount(b, 10*time.Second, func() bool {
 			var got []string
-			for _, m := range ld.call("GET", "/v1/messages?from="+macLine+"&to="+url.QueryEscape(from)+"&limit=10", key, nil).data() {
+			for _, m := range ld.call("GET", "/v1/messages?from="+macLine+"&to="+url.QueryEscape(from)+"&limit=10", key, nil).Data() {
 				got = append(got, m["guid"].(string))
 			}
 			slices.Reverse(got)
@@ -770,8 +771,8 @@ func BenchmarkMessagesIdleCPU(b *testing.B) {
 		ld.start()
 		key := ld.key()
 		if r := ld.call("POST", "/v1/webhooks", key, map[string]any{"from": macLine, "url": hc.srv.URL + "/h",
-			"events": []string{"message.received", "message.sent", "message.edited", "message.delivered", "receipt.read"}}); r.status != 201 {
-			b.Fatalf("POST /v1/webhooks: %d %s", r.status, r.raw)
+			"events": []string{"message.received", "message.sent", "message.edited", "message.delivered", "receipt.read"}}); r.Status != 201 {
+			b.Fatalf("POST /v1/webhooks: %d %s", r.Status, r.Raw)
 		}
 		ld.waitLog(30*time.Minute, "imported the Messages history", 1)
 		// The scan after the import reads the change window once.

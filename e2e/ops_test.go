@@ -18,6 +18,7 @@ import (
 
 	"github.com/blueline-app/blueline/server"
 	"github.com/blueline-app/blueline/storage"
+	"github.com/blueline-app/blueline/testkit"
 )
 
 func TestHealthAndReadiness(t *testing.T) {
@@ -25,23 +26,23 @@ func TestHealthAndReadiness(t *testing.T) {
 	// No API key, and a refused one changes nothing: no auth on these.
 	for _, key := range []string{"", "sk_live_wrong"} {
 		r := td.call("GET", "/healthz", key, nil)
-		if r.status != 200 || string(r.raw) != "{\"status\":\"ok\"}\n" {
-			t.Fatalf("healthz (key %q): %d %s", key, r.status, r.raw)
+		if r.Status != 200 || string(r.Raw) != "{\"status\":\"ok\"}\n" {
+			t.Fatalf("healthz (key %q): %d %s", key, r.Status, r.Raw)
 		}
 	}
-	if r := td.call("HEAD", "/healthz", "", nil); r.status != 200 || len(r.raw) != 0 {
-		t.Fatalf("HEAD healthz: %d %q", r.status, r.raw)
+	if r := td.call("HEAD", "/healthz", "", nil); r.Status != 200 || len(r.Raw) != 0 {
+		t.Fatalf("HEAD healthz: %d %q", r.Status, r.Raw)
 	}
-	if r := td.call("HEAD", "/readyz", "", nil); r.status != 200 || len(r.raw) != 0 {
-		t.Fatalf("HEAD readyz: %d %q", r.status, r.raw)
+	if r := td.call("HEAD", "/readyz", "", nil); r.Status != 200 || len(r.Raw) != 0 {
+		t.Fatalf("HEAD readyz: %d %q", r.Status, r.Raw)
 	}
 	r := td.call("GET", "/readyz", "", nil)
 	var body struct {
 		Status string
 		Checks map[string]map[string]any
 	}
-	if err := json.Unmarshal(r.raw, &body); err != nil || r.status != 200 || body.Status != "ready" {
-		t.Fatalf("readyz: %d %s", r.status, r.raw)
+	if err := json.Unmarshal(r.Raw, &body); err != nil || r.Status != 200 || body.Status != "ready" {
+		t.Fatalf("readyz: %d %s", r.Status, r.Raw)
 	}
 	want := []string{"storage", "delivery", "webhooks", "line " + sandboxLine, "line " + mainLine, "line " + smsLine, "line " + plainLine}
 	for _, name := range want {
@@ -50,10 +51,10 @@ func TestHealthAndReadiness(t *testing.T) {
 		}
 	}
 	if len(body.Checks) != len(want) {
-		t.Errorf("checks: %s", r.raw)
+		t.Errorf("checks: %s", r.Raw)
 	}
-	if r := td.call("POST", "/readyz", "", nil); r.status != 405 {
-		t.Errorf("POST /readyz: %d", r.status)
+	if r := td.call("POST", "/readyz", "", nil); r.Status != 405 {
+		t.Errorf("POST /readyz: %d", r.Status)
 	}
 }
 
@@ -111,7 +112,7 @@ func TestMetrics(t *testing.T) {
 	rc.waitRequests(1)
 
 	var m map[string]float64
-	eventually(t, 10*time.Second, func() bool {
+	testkit.Eventually(t, 10*time.Second, func() bool {
 		m = td.scrape()
 		return m[`blueline_webhook_attempts_total{outcome="success"}`] >= 1 && m[`blueline_webhook_deliveries_pending`] == 0
 	})
@@ -153,8 +154,8 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("outbox not empty after the send: %v", m)
 	}
 	// Not on the API's listener.
-	if r := td.call("GET", "/metrics", "", nil); r.status != 404 {
-		t.Errorf("GET /metrics on the API: %d", r.status)
+	if r := td.call("GET", "/metrics", "", nil); r.Status != 404 {
+		t.Errorf("GET /metrics on the API: %d", r.Status)
 	}
 }
 
@@ -227,7 +228,7 @@ func TestBackupUnderLoadAndRestore(t *testing.T) {
 	for range 8 {
 		writers.Go(func() { p.run(td.base, key, stop) })
 	}
-	eventually(t, 20*time.Second, func() bool { return len(p.snapshot()) >= 300 || len(p.errs) > 0 })
+	testkit.Eventually(t, 20*time.Second, func() bool { return len(p.snapshot()) >= 300 || len(p.errs) > 0 })
 	before := p.snapshot()
 	out := td.mustCLI("backup", backup)
 	during := len(p.snapshot()) - len(before)
@@ -322,15 +323,15 @@ func TestBackupUnderLoadAndRestore(t *testing.T) {
 	}
 
 	td.start()
-	if r := td.call("GET", "/v1/lines", key, nil); r.status != 200 {
-		t.Fatalf("the backed-up key after restore: %d %s", r.status, r.raw)
+	if r := td.call("GET", "/v1/lines", key, nil); r.Status != 200 {
+		t.Fatalf("the backed-up key after restore: %d %s", r.Status, r.Raw)
 	}
-	if r := td.call("GET", "/v1/lines", later, nil); r.status != 401 {
-		t.Fatalf("a key made after the backup still works: %d", r.status)
+	if r := td.call("GET", "/v1/lines", later, nil); r.Status != 401 {
+		t.Fatalf("a key made after the backup still works: %d", r.Status)
 	}
 	for _, id := range before {
-		if r := td.call("GET", "/v1/outbox?id="+id, key, nil); r.status != 200 {
-			t.Fatalf("outbox item %s after restore: %d %s", id, r.status, r.raw)
+		if r := td.call("GET", "/v1/outbox?id="+id, key, nil); r.Status != 200 {
+			t.Fatalf("outbox item %s after restore: %d %s", id, r.Status, r.Raw)
 		}
 	}
 }

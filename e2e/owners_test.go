@@ -15,9 +15,9 @@ import (
 func (td *testDaemon) activateSandbox(key, phone string) map[string]any {
 	td.t.Helper()
 	r := td.call("POST", "/v1/sandbox", key, nil)
-	code, _ := r.body["activation_code"].(string)
-	if r.status/100 != 2 || code == "" {
-		td.t.Fatalf("POST /v1/sandbox: %d %s", r.status, r.raw)
+	code, _ := r.Body["activation_code"].(string)
+	if r.Status/100 != 2 || code == "" {
+		td.t.Fatalf("POST /v1/sandbox: %d %s", r.Status, r.Raw)
 	}
 	return td.inbound(sandboxLine, phone, code)
 }
@@ -26,21 +26,12 @@ func (td *testDaemon) activateSandbox(key, phone string) map[string]any {
 // redirect, and the error code of a refusal.
 func (td *testDaemon) fileAnswer(key, id string) (int, string) {
 	td.t.Helper()
-	req, err := http.NewRequest("GET", td.base+"/v1/files?id="+url.QueryEscape(id), nil)
-	if err != nil {
-		td.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := noRedirect.Do(req)
-	if err != nil {
-		td.t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp := td.fileRedirect(key, id)
 	if resp.StatusCode == http.StatusFound {
 		return resp.StatusCode, ""
 	}
 	r := td.call("GET", "/v1/files?id="+url.QueryEscape(id), key, nil)
-	return r.status, r.errCode()
+	return r.Status, r.ErrCode()
 }
 
 // fileIDOf is the file ID in an attachment's download URL.
@@ -67,16 +58,16 @@ func TestSandboxOwnersIsolated(t *testing.T) {
 	noOwner := td.key()
 
 	for _, method := range []string{"GET", "POST"} {
-		if r := td.call(method, "/v1/sandbox", noOwner, nil); r.status != 403 || r.errCode() != "sandbox_requires_owner" {
-			t.Fatalf("%s /v1/sandbox without an owner: %d %s", method, r.status, r.raw)
+		if r := td.call(method, "/v1/sandbox", noOwner, nil); r.Status != 403 || r.ErrCode() != "sandbox_requires_owner" {
+			t.Fatalf("%s /v1/sandbox without an owner: %d %s", method, r.Status, r.Raw)
 		}
 	}
 	hookA := td.register(keyA, sandboxLine, rcA, "message.received", "message.sent")
 	hookB := td.register(keyB, sandboxLine, rcB, "message.received", "message.sent")
 	td.activateSandbox(keyA, alice)
 	td.activateSandbox(keyB, bob)
-	if r := td.call("GET", "/v1/sandbox", keyBLine, nil); r.body["contact_identifier"] != bob || r.body["status"] != "active" {
-		t.Fatalf("owner B's sandbox through its line-restricted key: %s", r.raw)
+	if r := td.call("GET", "/v1/sandbox", keyBLine, nil); r.Body["contact_identifier"] != bob || r.Body["status"] != "active" {
+		t.Fatalf("owner B's sandbox through its line-restricted key: %s", r.Raw)
 	}
 
 	inA := td.inbound(sandboxLine, alice, "for A only")
@@ -87,12 +78,12 @@ func TestSandboxOwnersIsolated(t *testing.T) {
 	chatA := inA["chat_id"].(string)
 
 	for name, key := range map[string]string{"B": keyB, "B restricted to another line": keyBLine} {
-		chats := td.call("GET", "/v1/chats?from="+sandboxLine, key, nil).data()
+		chats := td.call("GET", "/v1/chats?from="+sandboxLine, key, nil).Data()
 		if len(chats) != 1 || chats[0]["identifier"] != bob {
 			t.Errorf("%s: sandbox chats %v, want only the chat with bob", name, chats)
 		}
-		if r := td.call("GET", "/v1/messages?from="+sandboxLine+"&to="+alice, key, nil); r.status != 200 || len(r.data()) != 0 {
-			t.Errorf("%s reads A's messages: %d %s", name, r.status, r.raw)
+		if r := td.call("GET", "/v1/messages?from="+sandboxLine+"&to="+alice, key, nil); r.Status != 200 || len(r.Data()) != 0 {
+			t.Errorf("%s reads A's messages: %d %s", name, r.Status, r.Raw)
 		}
 		checks := []struct {
 			what          string
@@ -113,24 +104,24 @@ func TestSandboxOwnersIsolated(t *testing.T) {
 			{"deleting A's webhook", td.call("DELETE", "/v1/webhooks", key, map[string]any{"id": hookA["id"]}), 404, "webhook_not_found", ""},
 		}
 		for _, c := range checks {
-			if c.r.status != c.status || c.r.errCode() != c.code {
-				t.Errorf("%s, %s: %d %s; want %d %s", name, c.what, c.r.status, c.r.raw, c.status, c.code)
+			if c.r.Status != c.status || c.r.ErrCode() != c.code {
+				t.Errorf("%s, %s: %d %s; want %d %s", name, c.what, c.r.Status, c.r.Raw, c.status, c.code)
 			}
-			if c.leaksFromBody != "" && strings.Contains(string(c.r.raw), c.leaksFromBody) {
+			if c.leaksFromBody != "" && strings.Contains(string(c.r.Raw), c.leaksFromBody) {
 				t.Errorf("%s, %s: the answer shows %q", name, c.what, c.leaksFromBody)
 			}
 		}
 		hooks := td.call("GET", "/v1/webhooks?from="+sandboxLine, key, nil)
-		if list := hooks.data(); len(list) != 1 || list[0]["id"] != hookB["id"] || strings.Contains(string(hooks.raw), hookA["secret"].(string)) {
-			t.Errorf("%s lists the sandbox webhooks %s, want only B's", name, hooks.raw)
+		if list := hooks.Data(); len(list) != 1 || list[0]["id"] != hookB["id"] || strings.Contains(string(hooks.Raw), hookA["secret"].(string)) {
+			t.Errorf("%s lists the sandbox webhooks %s, want only B's", name, hooks.Raw)
 		}
 	}
 	// A's webhook is still there, and A sees its own things.
-	if r := td.call("GET", "/v1/webhooks?from="+sandboxLine, keyA, nil); len(r.data()) != 1 || r.data()[0]["id"] != hookA["id"] {
-		t.Fatalf("A's webhooks: %s", r.raw)
+	if r := td.call("GET", "/v1/webhooks?from="+sandboxLine, keyA, nil); len(r.Data()) != 1 || r.Data()[0]["id"] != hookA["id"] {
+		t.Fatalf("A's webhooks: %s", r.Raw)
 	}
-	if r := td.call("GET", "/v1/messages?from="+sandboxLine+"&to="+alice, keyA, nil); len(r.data()) != 3 {
-		t.Fatalf("A's history: %s", r.raw)
+	if r := td.call("GET", "/v1/messages?from="+sandboxLine+"&to="+alice, keyA, nil); len(r.Data()) != 3 {
+		t.Fatalf("A's history: %s", r.Raw)
 	}
 
 	// Each receiver gets its owner's events only: A's three (the code, the
@@ -139,16 +130,16 @@ func TestSandboxOwnersIsolated(t *testing.T) {
 	gotB := rcB.waitRequests(2)
 	gotA := rcA.waitRequests(3)
 	for _, got := range gotB {
-		if d := got.data(); d["chat_id"] == chatA || d["text"] == "for A only" || d["text"] == "A's answer" {
-			t.Errorf("B's webhook got A's event: %s", got.raw)
+		if d := got.Data(); d["chat_id"] == chatA || d["text"] == "for A only" || d["text"] == "A's answer" {
+			t.Errorf("B's webhook got A's event: %s", got.Raw)
 		}
 	}
 	for _, got := range gotA {
-		if got.data()["text"] == "for B only" {
-			t.Errorf("A's webhook got B's event: %s", got.raw)
+		if got.Data()["text"] == "for B only" {
+			t.Errorf("A's webhook got B's event: %s", got.Raw)
 		}
 	}
-	if n := len(rcB.requests()); n != 2 {
+	if n := len(rcB.Requests()); n != 2 {
 		t.Errorf("B's webhook got %d events, want 2", n)
 	}
 
@@ -156,17 +147,17 @@ func TestSandboxOwnersIsolated(t *testing.T) {
 	for range 4 {
 		td.send(keyA, map[string]any{"from": sandboxLine, "to": alice, "text": "more"})
 	}
-	if r := td.call("POST", "/v1/messages", keyA, map[string]any{"from": sandboxLine, "to": alice, "text": "sixth"}); r.status != 429 || r.errCode() != "sandbox_quota_exceeded" {
-		t.Fatalf("A's sixth send: %d %s", r.status, r.raw)
+	if r := td.call("POST", "/v1/messages", keyA, map[string]any{"from": sandboxLine, "to": alice, "text": "sixth"}); r.Status != 429 || r.ErrCode() != "sandbox_quota_exceeded" {
+		t.Fatalf("A's sixth send: %d %s", r.Status, r.Raw)
 	}
-	if r := td.call("POST", "/v1/messages", keyB, map[string]any{"from": sandboxLine, "to": bob, "text": "B's first"}); r.status != 201 {
-		t.Fatalf("B's first send after A's quota ran out: %d %s", r.status, r.raw)
+	if r := td.call("POST", "/v1/messages", keyB, map[string]any{"from": sandboxLine, "to": bob, "text": "B's first"}); r.Status != 201 {
+		t.Fatalf("B's first send after A's quota ran out: %d %s", r.Status, r.Raw)
 	}
-	sb := td.call("GET", "/v1/sandbox", keyA, nil).body
+	sb := td.call("GET", "/v1/sandbox", keyA, nil).Body
 	if usage := sb["usage"].(map[string]any); usage["used"] != 5.0 || usage["limit"] != 5.0 || usage["remaining"] != 0.0 {
 		t.Errorf("A's usage: %v", usage)
 	}
-	sb = td.call("GET", "/v1/sandbox", keyB, nil).body
+	sb = td.call("GET", "/v1/sandbox", keyB, nil).Body
 	if usage := sb["usage"].(map[string]any); usage["used"] != 1.0 || usage["remaining"] != 4.0 ||
 		int64(usage["resets_at"].(float64)) != time.Now().UTC().Truncate(24*time.Hour).Add(24*time.Hour).UnixMilli() {
 		t.Errorf("B's usage: %v", usage)
@@ -218,12 +209,12 @@ func TestFilesBelong(t *testing.T) {
 	// B cannot send A's file, whatever it names it by.
 	for _, path := range []string{"/v1/messages", "/v1/audio-messages"} {
 		body := map[string]any{"from": mainLine, "to": alice, "attachments": []string{uploaded}, "audio_message": uploaded}
-		if r := td.call("POST", path, keyB, body); r.status != 404 || r.errCode() != "file_not_found" {
-			t.Errorf("B sends A's file through %s: %d %s", path, r.status, r.raw)
+		if r := td.call("POST", path, keyB, body); r.Status != 404 || r.ErrCode() != "file_not_found" {
+			t.Errorf("B sends A's file through %s: %d %s", path, r.Status, r.Raw)
 		}
 	}
-	if r := td.call("POST", "/v1/messages", keyA, map[string]any{"from": mainLine, "to": alice, "attachments": []string{uploaded}}); r.status != 201 {
-		t.Errorf("A sends its own file: %d %s", r.status, r.raw)
+	if r := td.call("POST", "/v1/messages", keyA, map[string]any{"from": mainLine, "to": alice, "attachments": []string{uploaded}}); r.Status != 201 {
+		t.Errorf("A sends its own file: %d %s", r.Status, r.Raw)
 	}
 }
 
@@ -253,10 +244,10 @@ func TestOutboxOfRemovedLineNotFound(t *testing.T) {
 		t.Fatal(err)
 	}
 	td.start()
-	if r := td.call("GET", "/v1/outbox?id="+obxSMS, key, nil); r.status != 404 || r.errCode() != "outbox_item_not_found" {
-		t.Errorf("an outbox item of a removed line: %d %s", r.status, r.raw)
+	if r := td.call("GET", "/v1/outbox?id="+obxSMS, key, nil); r.Status != 404 || r.ErrCode() != "outbox_item_not_found" {
+		t.Errorf("an outbox item of a removed line: %d %s", r.Status, r.Raw)
 	}
-	if r := td.call("GET", "/v1/outbox?id="+obx, key, nil); r.status != 200 {
-		t.Errorf("an outbox item of a line still configured: %d %s", r.status, r.raw)
+	if r := td.call("GET", "/v1/outbox?id="+obx, key, nil); r.Status != 200 {
+		t.Errorf("an outbox item of a line still configured: %d %s", r.Status, r.Raw)
 	}
 }

@@ -2,10 +2,11 @@ package e2e
 
 import (
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/blueline-app/blueline/apitest"
 )
 
 // The official SDK (messages-dev/sdk) parses every response with a schema
@@ -151,8 +152,8 @@ func conform(path string, v map[string]any, s schema) []string {
 
 func assertConforms(t *testing.T, what string, r response, s schema) {
 	t.Helper()
-	for _, problem := range conform("$", r.body, s) {
-		t.Errorf("%s: %s\n%s", what, problem, r.raw)
+	for _, problem := range conform("$", r.Body, s) {
+		t.Errorf("%s: %s\n%s", what, problem, r.Raw)
 	}
 }
 
@@ -167,12 +168,12 @@ func TestResponsesMatchSDKSchemas(t *testing.T) {
 	td.inbound(plainLine, alice, "hi")
 
 	obx := td.call("POST", "/v1/messages", key, map[string]any{"from": mainLine, "to": alice, "text": "reply", "reply_to": in["id"]})
-	if obx.status != 201 {
-		t.Fatalf("send: %d %s", obx.status, obx.raw)
+	if obx.Status != 201 {
+		t.Fatalf("send: %d %s", obx.Status, obx.Raw)
 	}
 	assertConforms(t, "POST /v1/messages", obx, sdkOutboxItem)
-	td.waitOutbox(key, obx.body["id"].(string))
-	assertConforms(t, "GET /v1/outbox", td.call("GET", "/v1/outbox?id="+obx.body["id"].(string), key, nil), sdkOutboxItem)
+	td.waitOutbox(key, obx.Body["id"].(string))
+	assertConforms(t, "GET /v1/outbox", td.call("GET", "/v1/outbox?id="+obx.Body["id"].(string), key, nil), sdkOutboxItem)
 	assertConforms(t, "GET /v1/lines", td.call("GET", "/v1/lines", key, nil), sdkList(sdkLine))
 	for _, line := range []string{mainLine, sandboxLine, plainLine} {
 		assertConforms(t, "GET /v1/chats", td.call("GET", "/v1/chats?from="+line, key, nil), sdkList(sdkChat))
@@ -210,23 +211,16 @@ func TestAdvancedResponsesMatchSDKSchemas(t *testing.T) {
 	td.inbound(plainLine, alice, "hi")
 
 	up := td.call("POST", "/v1/files", key, string(fakeM4A), "Content-Type", "audio/mp4", "X-Filename", "memo.m4a")
-	if up.status != 201 {
-		t.Fatalf("upload: %d %s", up.status, up.raw)
+	if up.Status != 201 {
+		t.Fatalf("upload: %d %s", up.Status, up.Raw)
 	}
 	assertConforms(t, "POST /v1/files", up, sdkFile)
 	unnamed := td.call("POST", "/v1/files", key, "plain bytes", "Content-Type", "text/plain")
 	assertConforms(t, "POST /v1/files (no filename)", unnamed, sdkFile)
-	audio := up.body["id"].(string)
+	audio := up.Body["id"].(string)
 
 	// getFileUrl: redirect "manual", then the Location header.
-	req, _ := http.NewRequest("GET", td.base+"/v1/files?id="+audio, nil)
-	req.Header.Set("Authorization", "Bearer "+key)
-	manual := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := manual.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp := td.fileRedirect(key, audio)
 	if loc := resp.Header.Get("Location"); resp.StatusCode != 302 || !strings.Contains(loc, "/files/"+audio) {
 		t.Errorf("GET /v1/files: %d, Location %q", resp.StatusCode, loc)
 	}
@@ -241,13 +235,13 @@ func TestAdvancedResponsesMatchSDKSchemas(t *testing.T) {
 		{"/v1/audio-messages", map[string]any{"audio_message": audio}},
 		{"/v1/voice-notes", map[string]any{"voice_note": audio, "reply_to": guid}},
 	} {
-		r := td.call("POST", w.path, key, withFields(w.body, "from", mainLine, "to", alice))
-		if r.status != 201 {
-			t.Fatalf("POST %s: %d %s", w.path, r.status, r.raw)
+		r := td.call("POST", w.path, key, apitest.WithFields(w.body, "from", mainLine, "to", alice))
+		if r.Status != 201 {
+			t.Fatalf("POST %s: %d %s", w.path, r.Status, r.Raw)
 		}
 		assertConforms(t, "POST "+w.path, r, sdkOutboxItem)
-		td.waitOutbox(key, r.body["id"].(string))
-		assertConforms(t, "GET /v1/outbox ("+w.path+")", td.call("GET", "/v1/outbox?id="+r.body["id"].(string), key, nil), sdkOutboxItem)
+		td.waitOutbox(key, r.Body["id"].(string))
+		assertConforms(t, "GET /v1/outbox ("+w.path+")", td.call("GET", "/v1/outbox?id="+r.Body["id"].(string), key, nil), sdkOutboxItem)
 	}
 	td.simJSON("reaction", "--line", mainLine, "--from", alice, "--message", guid, "--type", "question", "--remove")
 	td.simJSON("typing", "--line", mainLine, "--from", alice)
@@ -264,12 +258,12 @@ func TestAdvancedResponsesMatchSDKSchemas(t *testing.T) {
 	} {
 		r := td.call("GET", c.path, key, nil)
 		assertConforms(t, "GET "+c.path, r, sdkList(c.item))
-		if len(r.data()) == 0 {
+		if len(r.Data()) == 0 {
 			t.Errorf("GET %s: an empty list checks no item", c.path)
 		}
 	}
 	withAttachment := 0
-	for _, m := range td.call("GET", "/v1/messages?from="+mainLine+"&to="+alice, key, nil).data() {
+	for _, m := range td.call("GET", "/v1/messages?from="+mainLine+"&to="+alice, key, nil).Data() {
 		if atts, _ := m["attachments"].([]any); len(atts) > 0 {
 			withAttachment++
 		}
@@ -286,7 +280,7 @@ func TestAdvancedResponsesMatchSDKSchemas(t *testing.T) {
 		{"POST", "/v1/reactions", map[string]any{"from": mainLine, "to": alice, "message_id": "msg_aaaaaaaaaaaaaaaaaaaaaaaaaa", "type": "like"}},
 		{"POST", "/v1/typing", map[string]any{"from": mainLine, "to": alice, "state": "sideways"}},
 		{"POST", "/v1/receipts", map[string]any{"from": plainLine, "to": alice}},
-		{"POST", "/v1/audio-messages", map[string]any{"from": mainLine, "to": alice, "audio_message": unnamed.body["id"]}},
+		{"POST", "/v1/audio-messages", map[string]any{"from": mainLine, "to": alice, "audio_message": unnamed.Body["id"]}},
 		{"POST", "/v1/voice-notes", map[string]any{"from": mainLine, "to": carol, "voice_note": audio}},
 		{"POST", "/v1/files", ""},
 		{"GET", "/v1/reactions", nil},
@@ -296,8 +290,8 @@ func TestAdvancedResponsesMatchSDKSchemas(t *testing.T) {
 		{"GET", "/v1/files?id=file_aaaaaaaaaaaaaaaaaaaaaaaaaa", nil},
 	} {
 		r := td.call(c.method, c.path, key, c.body)
-		if r.status < 400 {
-			t.Errorf("%s %s %v: %d, want an error", c.method, c.path, c.body, r.status)
+		if r.Status < 400 {
+			t.Errorf("%s %s %v: %d, want an error", c.method, c.path, c.body, r.Status)
 		}
 		assertConforms(t, c.method+" "+c.path, r, sdkError)
 	}

@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/blueline-app/blueline/storage"
+	"github.com/blueline-app/blueline/testkit"
 )
 
 // The command line is checked before anything touches the system.
@@ -64,12 +64,9 @@ func TestServeStopsOnSIGTERM(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	bin := buildBinary(t)
-	dir := t.TempDir()
-	addr := freePort(t)
-	td := &testDaemon{t: t, cfgPath: filepath.Join(dir, "blueline.toml"), dataDir: filepath.Join(dir, "data"), base: "http://" + addr}
+	td, writeConfig := processTestDaemon(t)
 	// Every send hangs for an hour: a worker is busy when the signal comes.
-	cfg := strings.Replace(testConfig(td.dataDir, "[sim]\nlatency = \"1h\"\n"), `listen = "127.0.0.1:0"`, fmt.Sprintf("listen = %q", addr), 1)
-	writeFile(t, td.cfgPath, cfg)
+	writeConfig("[sim]\nlatency = \"1h\"\n")
 	cmd := exec.Command(bin, "serve", "--config", td.cfgPath)
 	var logs bytes.Buffer
 	cmd.Stderr = &logs
@@ -80,15 +77,15 @@ func TestServeStopsOnSIGTERM(t *testing.T) {
 	exited := make(chan struct{})
 	go func() { exitErr = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
-	eventually(t, 20*time.Second, func() bool {
+	testkit.Eventually(t, 20*time.Second, func() bool {
 		_, _, code := td.cli("keys", "list")
 		return code == 0
 	})
 	key := td.key()
 	td.inbound(mainLine, alice, "hi")
 	sent := td.send(key, map[string]any{"from": mainLine, "to": alice, "text": "stuck"})["id"].(string)
-	eventually(t, 10*time.Second, func() bool {
-		return td.call("GET", "/v1/outbox?id="+sent, key, nil).body["status"] == "claimed"
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		return td.call("GET", "/v1/outbox?id="+sent, key, nil).Body["status"] == "claimed"
 	})
 
 	// An upload in flight: half of its body is sent before the signal.
@@ -116,7 +113,7 @@ func TestServeStopsOnSIGTERM(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The handler is streaming the body once its temp file exists.
-	eventually(t, 10*time.Second, func() bool {
+	testkit.Eventually(t, 10*time.Second, func() bool {
 		tmp, _ := filepath.Glob(filepath.Join(td.dataDir, "files", ".upload-*"))
 		return len(tmp) == 1
 	})
@@ -127,8 +124,8 @@ func TestServeStopsOnSIGTERM(t *testing.T) {
 	}
 	// Shutdown has begun once the API stops taking connections; the
 	// process must still be there, finishing the upload.
-	eventually(t, 10*time.Second, func() bool {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		c, err := net.DialTimeout("tcp", strings.TrimPrefix(td.base, "http://"), time.Second)
 		if err == nil {
 			c.Close()
 		}

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/apitest"
 	"github.com/blueline-app/blueline/server"
+	"github.com/blueline-app/blueline/testkit"
 )
 
 // The simulated network produces every change the Messages bridge reads
@@ -20,7 +22,7 @@ import (
 // /v1/messages lists it in the chat with to.
 func (td *testDaemon) lineMessage(key, to, id string) map[string]any {
 	td.t.Helper()
-	for _, m := range td.call("GET", "/v1/messages?from="+mainLine+"&to="+to+"&limit=100", key, nil).data() {
+	for _, m := range td.call("GET", "/v1/messages?from="+mainLine+"&to="+to+"&limit=100", key, nil).Data() {
 		if m["id"] == id {
 			return m
 		}
@@ -37,7 +39,7 @@ func (td *testDaemon) sentMessage(key, to, text string) map[string]any {
 	if item := td.waitOutbox(key, obx["id"].(string)); item["status"] != "sent" {
 		td.t.Fatalf("send %q: %v", text, item)
 	}
-	m := td.call("GET", "/v1/messages?from="+mainLine+"&to="+to+"&limit=1", key, nil).data()[0]
+	m := td.call("GET", "/v1/messages?from="+mainLine+"&to="+to+"&limit=1", key, nil).Data()[0]
 	if m["outbox_id"] != obx["id"] || m["text"] != text {
 		td.t.Fatalf("latest message after sending %q: %v", text, m)
 	}
@@ -63,7 +65,7 @@ func TestSimChanges(t *testing.T) {
 		"receipt.read", "chat.updated", "reaction.added")
 	td.register(key, mainLine, received, "message.received")
 	ev := newEventLog(t, all)
-	withoutLine := func(d map[string]any) map[string]any { return withFields(d, "line_handle", nil) }
+	withoutLine := func(d map[string]any) map[string]any { return apitest.WithFields(d, "line_handle", nil) }
 
 	// An edit, twice: the message keeps its ID and takes the latest text.
 	in := td.inbound(mainLine, alice, "see you at 5")
@@ -213,18 +215,18 @@ func TestSimChanges(t *testing.T) {
 	// A receiver of message.received has had those and nothing else, the
 	// last message included.
 	last := td.inbound(mainLine, carol, "that's all")
-	eventually(t, 10*time.Second, func() bool {
-		for _, r := range received.requests() {
-			if r.data()["guid"] == last["guid"] {
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		for _, r := range received.Requests() {
+			if r.Data()["guid"] == last["guid"] {
 				return true
 			}
 		}
 		return false
 	})
-	got := received.requests()
+	got := received.Requests()
 	for _, r := range got {
-		if r.err != nil || r.event() != "message.received" {
-			t.Fatalf("the message.received receiver got %s (%v)", r.raw, r.err)
+		if r.Err != nil || r.Event() != "message.received" {
+			t.Fatalf("the message.received receiver got %s (%v)", r.Raw, r.Err)
 		}
 	}
 	if len(got) != 4 {

@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,6 +32,7 @@ import (
 	"github.com/blueline-app/blueline/cli"
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/daemon"
+	"github.com/blueline-app/blueline/testkit"
 )
 
 // The TLS test runs a real ACME exchange on loopback: Pebble, Let's
@@ -55,7 +55,7 @@ type pebble struct {
 	dirURL  string         // the ACME directory
 	rootPEM string         // file: the root of its HTTPS endpoint, for trusted_roots
 	roots   *x509.CertPool // the root of the certificates it issues
-	log     *syncBuffer
+	log     *testkit.LogBuffer
 }
 
 // startPebble runs Pebble, validating HTTP-01 challenges on httpPort of the
@@ -67,7 +67,7 @@ func startPebble(t *testing.T, httpPort int, dnsAddr string, validity time.Durat
 	t.Setenv("PEBBLE_VA_ALWAYS_VALID", "") // validate for real
 	t.Setenv("PEBBLE_WFE_NONCEREJECT", "0")
 	t.Setenv("PEBBLE_AUTHZREUSE", "0") // a renewal is validated again
-	p := &pebble{log: &syncBuffer{}}
+	p := &pebble{log: &testkit.LogBuffer{}}
 	logger := log.New(p.log, "pebble ", log.Lmicroseconds)
 	store := db.NewMemoryStore()
 	authority := ca.New(logger, store, "", "ecdsa", 0, 1,
@@ -135,24 +135,6 @@ func startDNS(t *testing.T, domain string) string {
 	return ln.Addr().String()
 }
 
-// syncBuffer is a bytes.Buffer that loggers on several goroutines share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // The daemon obtains a certificate from an ACME CA through the HTTP-01
 // challenge on its HTTP port, serves the API over HTTPS with it, redirects
 // plain HTTP there, and renews the certificate in the background while it
@@ -167,10 +149,7 @@ func TestTLSWithACME(t *testing.T) {
 	// CA's renewal information says so, the daemon renews them.
 	p := startPebble(t, httpPort, startDNS(t, tlsDomain), 6*time.Second)
 
-	dir := t.TempDir()
-	dataDir := filepath.Join(dir, "data")
-	cfgPath := filepath.Join(dir, "blueline.toml")
-	writeFile(t, cfgPath, testConfig(dataDir, fmt.Sprintf(`
+	td := newTestDaemon(t, fmt.Sprintf(`
 [tls]
 domains = [%q]
 email = "admin@blueline.test"
@@ -178,18 +157,11 @@ ca = %q
 http_listen = %q
 https_listen = "127.0.0.1:0"
 trusted_roots = %q
-`, strings.ToUpper(tlsDomain), p.dirURL, httpAddr, p.rootPEM)))
-	cfg, err := config.Load(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+`, strings.ToUpper(tlsDomain), p.dirURL, httpAddr, p.rootPEM))
+	cfg := td.config()
 	cfg.TLS.RenewCheck = config.Duration{Duration: 100 * time.Millisecond}
-	logs := &syncBuffer{}
-	var out io.Writer = logs
-	if testing.Verbose() {
-		out = io.MultiWriter(logs, os.Stderr)
-	}
-	d, err := daemon.Start(context.Background(), cfg, slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	log, logs := keptLog()
+	d, err := daemon.Start(context.Background(), cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +205,7 @@ trusted_roots = %q
 	// 1. The certificate is obtained in the background, by a real HTTP-01
 	// validation against the daemon's HTTP server.
 	var first *x509.Certificate
-	eventually(t, 20*time.Second, func() bool { first = served(); return first != nil })
+	testkit.Eventually(t, 20*time.Second, func() bool { first = served(); return first != nil })
 	obtained := time.Since(start)
 	if len(first.DNSNames) != 1 || first.DNSNames[0] != tlsDomain {
 		t.Errorf("certificate names %v, want [%s]", first.DNSNames, tlsDomain)
@@ -250,7 +222,7 @@ trusted_roots = %q
 	}
 	// It is kept under the data folder, where a restart finds it.
 	var stored []string
-	filepath.WalkDir(filepath.Join(dataDir, "certmagic"), func(path string, e fs.DirEntry, err error) error {
+	filepath.WalkDir(filepath.Join(td.dataDir, "certmagic"), func(path string, e fs.DirEntry, err error) error {
 		if err == nil && e.Name() == tlsDomain+".crt" {
 			stored = append(stored, path)
 		}
@@ -262,7 +234,7 @@ trusted_roots = %q
 
 	// 2. The API over HTTPS (HTTP/2), with a key from the CLI.
 	var keyOut, keyErr bytes.Buffer
-	if code := cli.Run(context.Background(), cli.Build{}, []string{"keys", "create", "--label", "tls", "--owner", "t", "--config", cfgPath}, &keyOut, &keyErr); code != 0 {
+	if code := cli.Run(context.Background(), cli.Build{}, []string{"keys", "create", "--label", "tls", "--owner", "t", "--config", td.cfgPath}, &keyOut, &keyErr); code != 0 {
 		t.Fatalf("keys create: %s", keyErr.String())
 	}
 	key := strings.TrimSpace(keyOut.String())
@@ -342,7 +314,7 @@ trusted_roots = %q
 	// 4. Renewal without a restart: the same server soon hands out a new
 	// certificate, validated again through the challenge.
 	var renewed *x509.Certificate
-	eventually(t, 20*time.Second, func() bool {
+	testkit.Eventually(t, 20*time.Second, func() bool {
 		renewed = served()
 		return renewed != nil && renewed.SerialNumber.Cmp(first.SerialNumber) != 0
 	})
@@ -380,26 +352,19 @@ trusted_roots = %q
 // leave no lock behind.
 func TestTLSShutdownWhileObtaining(t *testing.T) {
 	gone := freePort(t) // nothing listens there
-	dir := t.TempDir()
-	dataDir := filepath.Join(dir, "data")
-	cfgPath := filepath.Join(dir, "blueline.toml")
-	writeFile(t, cfgPath, testConfig(dataDir, fmt.Sprintf(`
+	td := newTestDaemon(t, fmt.Sprintf(`
 [tls]
 domains = [%q]
 ca = "https://%s/dir"
 http_listen = "127.0.0.1:0"
 https_listen = "127.0.0.1:0"
-`, testDomain(), gone)))
-	cfg, err := config.Load(cfgPath)
+`, testDomain(), gone))
+	logs := &testkit.LogBuffer{}
+	d, err := daemon.Start(context.Background(), td.config(), slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
-	d, err := daemon.Start(context.Background(), cfg, slog.New(slog.NewTextHandler(logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 10*time.Second, func() bool { return strings.Contains(logs.String(), `msg="will retry"`) })
+	testkit.Eventually(t, 10*time.Second, func() bool { return strings.Contains(logs.String(), `msg="will retry"`) })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -410,7 +375,7 @@ https_listen = "127.0.0.1:0"
 	if took := time.Since(began); took > 3*time.Second {
 		t.Errorf("shutdown took %s", took)
 	}
-	locks, _ := filepath.Glob(filepath.Join(dataDir, "certmagic", "locks", "*"))
+	locks, _ := filepath.Glob(filepath.Join(td.dataDir, "certmagic", "locks", "*"))
 	if len(locks) > 0 {
 		t.Errorf("locks left behind: %v", locks)
 	}

@@ -2,36 +2,23 @@ package e2e
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/daemon"
+	"github.com/blueline-app/blueline/testkit"
 )
 
 // startLoggedTestDaemon is startTestDaemon with the daemon's log, at debug
 // level, kept for the test to read (and shown with -v).
-func startLoggedTestDaemon(t *testing.T, extra string) (*testDaemon, *syncBuffer) {
+func startLoggedTestDaemon(t *testing.T, extra string) (*testDaemon, *testkit.LogBuffer) {
 	t.Helper()
-	dir := t.TempDir()
-	td := &testDaemon{t: t, cfgPath: filepath.Join(dir, "blueline.toml"), dataDir: filepath.Join(dir, "data")}
-	writeFile(t, td.cfgPath, testConfig(td.dataDir, extra))
-	cfg, err := config.Load(td.cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := &syncBuffer{}
-	var out io.Writer = logs
-	if testing.Verbose() {
-		out = io.MultiWriter(logs, os.Stderr)
-	}
-	td.d, err = daemon.Start(context.Background(), cfg, slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	td := newTestDaemon(t, extra)
+	log, logs := keptLog()
+	var err error
+	td.d, err = daemon.Start(context.Background(), td.config(), log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,29 +45,29 @@ func TestWebhookURLNotLogged(t *testing.T) {
 	dead := "https://" + freePort(t) // nothing listens there: attempts fail to connect
 
 	var ids []string
-	for _, u := range []string{secretURL(rc.srv.URL), secretURL(dead)} {
+	for _, u := range []string{secretURL(rc.Server.URL), secretURL(dead)} {
 		r := td.call("POST", "/v1/webhooks", key, map[string]any{"from": mainLine, "url": u, "events": []string{"message.received"}})
-		if r.status != 201 {
-			t.Fatalf("POST /v1/webhooks %s: %d %s", u, r.status, r.raw)
+		if r.Status != 201 {
+			t.Fatalf("POST /v1/webhooks %s: %d %s", u, r.Status, r.Raw)
 		}
-		ids = append(ids, r.body["id"].(string))
+		ids = append(ids, r.Body["id"].(string))
 	}
 	if r := td.call("POST", "/v1/webhooks", key, map[string]any{"from": mainLine, "url": secretURL("http://127.0.0.1:1"),
-		"events": []string{"message.received"}}); r.status != 400 {
-		t.Fatalf("http:// URL: %d %s", r.status, r.raw)
+		"events": []string{"message.received"}}); r.Status != 400 {
+		t.Fatalf("http:// URL: %d %s", r.Status, r.Raw)
 	}
 
 	td.inbound(mainLine, alice, "keep my secrets")
 	// The live receiver fails once, then takes it; the dead one fails twice,
 	// and its delivery is given up.
 	var attempts string
-	eventually(t, 10*time.Second, func() bool {
+	testkit.Eventually(t, 10*time.Second, func() bool {
 		attempts = td.mustCLI("webhooks", "deliveries")
-		return len(rc.requests()) == 2 && strings.Count(attempts, "\n") == 4
+		return len(rc.Requests()) == 2 && strings.Count(attempts, "\n") == 4
 	})
 	for _, id := range ids {
-		if r := td.call("DELETE", "/v1/webhooks", key, map[string]any{"id": id}); r.status != 200 {
-			t.Fatalf("DELETE %s: %d %s", id, r.status, r.raw)
+		if r := td.call("DELETE", "/v1/webhooks", key, map[string]any{"id": id}); r.Status != 200 {
+			t.Fatalf("DELETE %s: %d %s", id, r.Status, r.Raw)
 		}
 	}
 
@@ -93,7 +80,7 @@ func TestWebhookURLNotLogged(t *testing.T) {
 			t.Errorf("the attempts show %q:\n%s", s, attempts)
 		}
 	}
-	for _, base := range []string{rc.srv.URL, dead} {
+	for _, base := range []string{rc.Server.URL, dead} {
 		if !strings.Contains(log, "url="+base+"\n") && !strings.Contains(log, "url="+base+" ") {
 			t.Errorf("the log does not show the webhook at %s:\n%s", base, log)
 		}
@@ -122,10 +109,10 @@ func TestWebhookRegistrationRefusals(t *testing.T) {
 		"http://93.184.215.14/h":      "[webhooks] allow_http",
 	} {
 		r := td.call("POST", "/v1/webhooks", key, map[string]any{"from": plainLine, "url": url, "events": []string{"message.received"}})
-		e, _ := r.body["error"].(map[string]any)
+		e, _ := r.Body["error"].(map[string]any)
 		msg, _ := e["message"].(string)
-		if r.errCode() != "invalid_parameter_value" || r.errParam() != "url" || !strings.Contains(msg, want) {
-			t.Errorf("%s: %d %s; want a refusal saying %q", url, r.status, r.raw, want)
+		if r.ErrCode() != "invalid_parameter_value" || r.ErrParam() != "url" || !strings.Contains(msg, want) {
+			t.Errorf("%s: %d %s; want a refusal saying %q", url, r.Status, r.Raw, want)
 		}
 		if strings.HasPrefix(url, "https://localhost") && (strings.Contains(msg, "127.0.0.1") || strings.Contains(msg, "::1")) {
 			t.Errorf("the refusal of %s reveals what localhost resolves to: %s", url, msg)

@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"encoding/json"
 	"encoding/pem"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blueline-app/blueline/webhook/signature"
+	"github.com/blueline-app/blueline/apitest"
+	"github.com/blueline-app/blueline/testkit"
 )
 
 // The SDK's webhook event schemas (MessageEventDataSchema,
@@ -44,73 +42,30 @@ func sdkEvent(data schema) schema {
 }
 
 // received is one request a test receiver got.
-type received struct {
-	header http.Header
-	raw    []byte
-	body   map[string]any
-	err    error // what verifying it found wrong
-}
+type received = apitest.Hook
 
-func (r received) event() string      { return r.body["event"].(string) }
-func (r received) deliveryID() string { return r.body["delivery_id"].(string) }
-func (r received) data() map[string]any {
-	d, _ := r.body["data"].(map[string]any)
-	return d
-}
-
-// receiver is an HTTPS webhook receiver. answer decides the status of the
-// n-th request (from 1); nil answers 200. It verifies every request with
-// the webhook's secret, once that is known.
+// receiver is an HTTPS webhook receiver (apitest.Receiver) a test can wait
+// on. It verifies every request with the webhook's secret, once that is
+// known (register sets it).
 type receiver struct {
-	t      *testing.T
-	srv    *httptest.Server
-	answer func(n int, w http.ResponseWriter, r *http.Request) int
-
-	mu     sync.Mutex
-	secret string
-	got    []received
+	*apitest.Receiver
+	t *testing.T
 }
 
+// newReceiver starts a receiver; answer decides the status of the n-th
+// request (from 1), and nil answers 200.
 func newReceiver(t *testing.T, answer func(n int, w http.ResponseWriter, r *http.Request) int) *receiver {
-	rc := &receiver{t: t, answer: answer}
-	rc.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		raw, _ := io.ReadAll(r.Body)
-		rec := received{header: r.Header.Clone(), raw: raw}
-		rec.err = json.Unmarshal(raw, &rec.body)
-		rc.mu.Lock()
-		if rec.err == nil && rc.secret != "" {
-			rec.err = signature.Verify(rc.secret, raw, r.Header.Get(signature.HeaderSignature), r.Header.Get(signature.HeaderTimestamp), time.Now())
-		}
-		rc.got = append(rc.got, rec)
-		n := len(rc.got)
-		rc.mu.Unlock()
-		status := 200
-		if rc.answer != nil {
-			status = rc.answer(n, w, r)
-		}
-		w.WriteHeader(status)
-	}))
-	t.Cleanup(rc.srv.Close)
-	return rc
-}
-
-func (rc *receiver) setSecret(s string) {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	rc.secret = s
-}
-
-func (rc *receiver) requests() []received {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return slices.Clone(rc.got)
+	if answer == nil {
+		answer = func(int, http.ResponseWriter, *http.Request) int { return 200 }
+	}
+	return &receiver{Receiver: apitest.NewReceiver(t, true, answer), t: t}
 }
 
 // waitRequests waits until the receiver has had at least n requests.
 func (rc *receiver) waitRequests(n int) []received {
 	rc.t.Helper()
-	eventually(rc.t, 10*time.Second, func() bool { return len(rc.requests()) >= n })
-	return rc.requests()
+	testkit.Eventually(rc.t, 10*time.Second, func() bool { return len(rc.Requests()) >= n })
+	return rc.Requests()
 }
 
 // downReceiver answers 503 until up is called, then 200.
@@ -136,7 +91,7 @@ func downReceiver(t *testing.T) (rc *receiver, up func()) {
 // can read it.
 func caFile(t *testing.T, rc *receiver) string {
 	p := filepath.Join(t.TempDir(), "ca.pem")
-	data := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: rc.srv.Certificate().Raw})
+	data := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: rc.Server.Certificate().Raw})
 	if err := os.WriteFile(p, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -151,12 +106,12 @@ func webhookConfig(t *testing.T, rc *receiver, extra string) string {
 // register creates a webhook and tells the receiver its secret.
 func (td *testDaemon) register(key, line string, rc *receiver, events ...string) map[string]any {
 	td.t.Helper()
-	r := td.call("POST", "/v1/webhooks", key, map[string]any{"from": line, "url": rc.srv.URL + "/hook", "events": events})
-	if r.status != 201 {
-		td.t.Fatalf("POST /v1/webhooks: %d %s", r.status, r.raw)
+	r := td.call("POST", "/v1/webhooks", key, map[string]any{"from": line, "url": rc.Server.URL + "/hook", "events": events})
+	if r.Status != 201 {
+		td.t.Fatalf("POST /v1/webhooks: %d %s", r.Status, r.Raw)
 	}
-	rc.setSecret(r.body["secret"].(string))
-	return r.body
+	rc.SetSecret(r.Body["secret"].(string))
+	return r.Body
 }
 
 // Webhooks as POST and GET /v1/webhooks answer them match the SDK's
@@ -166,8 +121,8 @@ func TestWebhookShapesMatchSDK(t *testing.T) {
 	key := td.key()
 	created := td.call("POST", "/v1/webhooks", key, map[string]any{"from": plainLine, "url": "https://93.184.215.14/hook",
 		"events": []string{"message.received", "reaction.added"}})
-	if created.status != 201 {
-		t.Fatalf("create: %d %s", created.status, created.raw)
+	if created.Status != 201 {
+		t.Fatalf("create: %d %s", created.Status, created.Raw)
 	}
 	assertConforms(t, "POST /v1/webhooks", created, sdkWebhook)
 	assertConforms(t, "GET /v1/webhooks", td.call("GET", "/v1/webhooks?from="+plainLine, key, nil), sdkList(sdkWebhook))
@@ -198,44 +153,44 @@ func TestWebhookEvents(t *testing.T) {
 	}
 	var events []string
 	for _, g := range got {
-		if g.err != nil {
-			t.Fatalf("delivery does not verify: %v\n%s", g.err, g.raw)
+		if g.Err != nil {
+			t.Fatalf("delivery does not verify: %v\n%s", g.Err, g.Raw)
 		}
-		events = append(events, g.event())
+		events = append(events, g.Event())
 		// The SDK signs with the body's timestamp: it must be the header's.
-		if ts := strconv.FormatInt(int64(g.body["timestamp"].(float64)), 10); ts != g.header.Get("X-Webhook-Timestamp") {
-			t.Errorf("body timestamp %s, header %s", ts, g.header.Get("X-Webhook-Timestamp"))
+		if ts := strconv.FormatInt(int64(g.Body["timestamp"].(float64)), 10); ts != g.Header.Get("X-Webhook-Timestamp") {
+			t.Errorf("body timestamp %s, header %s", ts, g.Header.Get("X-Webhook-Timestamp"))
 		}
-		if g.header.Get("Content-Type") != "application/json" || g.header.Get("X-Webhook-Delivery-Id") != g.deliveryID() ||
-			!strings.HasPrefix(g.deliveryID(), "dlv_") {
-			t.Errorf("headers %v, body %s", g.header, g.raw)
+		if g.Header.Get("Content-Type") != "application/json" || g.Header.Get("X-Webhook-Delivery-Id") != g.DeliveryID() ||
+			!strings.HasPrefix(g.DeliveryID(), "dlv_") {
+			t.Errorf("headers %v, body %s", g.Header, g.Raw)
 		}
-		if g.data()["line_handle"] != mainLine {
-			t.Errorf("line_handle of %s", g.raw)
+		if g.Data()["line_handle"] != mainLine {
+			t.Errorf("line_handle of %s", g.Raw)
 		}
 	}
 	if want := []string{"message.received", "message.sent", "reaction.added", "reaction.removed", "message.received"}; !slices.Equal(events, want) {
 		t.Fatalf("events %v, want %v", events, want)
 	}
 	for _, i := range []int{0, 1, 4} {
-		assertConforms(t, events[i], response{body: got[i].body, raw: got[i].raw}, sdkEvent(sdkMessageEventData))
+		assertConforms(t, events[i], response{Body: got[i].Body, Raw: got[i].Raw}, sdkEvent(sdkMessageEventData))
 	}
 	for _, i := range []int{2, 3} {
-		assertConforms(t, events[i], response{body: got[i].body, raw: got[i].raw}, sdkEvent(sdkReactionEventData))
+		assertConforms(t, events[i], response{Body: got[i].Body, Raw: got[i].Raw}, sdkEvent(sdkReactionEventData))
 	}
-	if d := got[0].data(); d["id"] != in["id"] || d["text"] != "hello" || d["is_from_me"] != false || d["chat_id"] != in["chat_id"] {
+	if d := got[0].Data(); d["id"] != in["id"] || d["text"] != "hello" || d["is_from_me"] != false || d["chat_id"] != in["chat_id"] {
 		t.Errorf("message.received data %v", d)
 	}
-	if d := got[1].data(); d["text"] != "hi back" || d["is_from_me"] != true || d["outbox_id"] != obx["id"] {
+	if d := got[1].Data(); d["text"] != "hi back" || d["is_from_me"] != true || d["outbox_id"] != obx["id"] {
 		t.Errorf("message.sent data %v", d)
 	}
-	if d := got[2].data(); d["message_id"] != in["id"] || d["type"] != "love" || d["added"] != true || d["chat_id"] != in["chat_id"] || d["sender"] != alice {
+	if d := got[2].Data(); d["message_id"] != in["id"] || d["type"] != "love" || d["added"] != true || d["chat_id"] != in["chat_id"] || d["sender"] != alice {
 		t.Errorf("reaction.added data %v", d)
 	}
-	if d := got[3].data(); d["added"] != false || d["id"] != got[2].data()["id"] {
+	if d := got[3].Data(); d["added"] != false || d["id"] != got[2].Data()["id"] {
 		t.Errorf("reaction.removed data %v", d)
 	}
-	d := got[4].data()
+	d := got[4].Data()
 	att, _ := d["attachments"].([]any)
 	if d["is_audio_message"] != true || len(att) != 1 || att[0].(map[string]any)["transcription"] != "see you at six" {
 		t.Errorf("voice memo data %v", d)
@@ -246,10 +201,10 @@ func TestWebhookEvents(t *testing.T) {
 	// Only their own line's events, and only those subscribed to.
 	td.inbound(smsLine, bob, "on the sms line")
 	td.inbound(plainLine, bob, "no webhook here")
-	if g := other.waitRequests(1); len(g) != 1 || g[0].data()["text"] != "on the sms line" || g[0].err != nil {
+	if g := other.waitRequests(1); len(g) != 1 || g[0].Data()["text"] != "on the sms line" || g[0].Err != nil {
 		t.Fatalf("sms line's webhook got %v", g)
 	}
-	if n := len(rc.requests()); n != 5 {
+	if n := len(rc.Requests()); n != 5 {
 		t.Errorf("the main line's webhook got %d requests, want 5", n)
 	}
 }
@@ -261,31 +216,17 @@ func TestWebhookEvents(t *testing.T) {
 // TestLateAnswerIsATimeout); here, what needs the daemon: the configured
 // timeout and schedule take effect, and the CLI shows and redelivers.
 func TestWebhookRetries(t *testing.T) {
-	release := make(chan struct{})
-	rc := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) int {
-		switch n {
-		case 1:
-			return 500
-		case 2:
-			// Hang past the configured timeout.
-			select {
-			case <-r.Context().Done():
-			case <-release:
-			}
-			return 200
-		}
-		return 204
-	})
-	defer close(release)
+	// The second hangs past the configured timeout.
+	rc := newReceiver(t, apitest.Answers(t, 500, apitest.Hang))
 	td := startTestDaemon(t, webhookConfig(t, rc, "timeout = \"300ms\"\nretry_schedule = [\"10ms\", \"10ms\", \"10ms\", \"10ms\"]\n"))
 	key := td.key()
 	hook := td.register(key, mainLine, rc, "message.received")
 	td.inbound(mainLine, alice, "retry me")
-	id := rc.waitRequests(3)[0].deliveryID()
+	id := rc.waitRequests(3)[0].DeliveryID()
 
 	// Three attempts, newest first, each with what happened.
 	var lines []string
-	eventually(t, 5*time.Second, func() bool {
+	testkit.Eventually(t, 5*time.Second, func() bool {
 		out := td.mustCLI("webhooks", "deliveries", "--webhook", hook["id"].(string))
 		lines = strings.Split(strings.TrimSpace(out), "\n")
 		return len(lines) == 3
@@ -304,8 +245,8 @@ func TestWebhookRetries(t *testing.T) {
 	if out := td.mustCLI("webhooks", "redeliver", id); !strings.Contains(out, id) {
 		t.Errorf("redeliver printed %q", out)
 	}
-	if got := rc.waitRequests(4); got[3].deliveryID() != id || got[3].err != nil {
-		t.Errorf("redelivery: %s (%v)", got[3].raw, got[3].err)
+	if got := rc.waitRequests(4); got[3].DeliveryID() != id || got[3].Err != nil {
+		t.Errorf("redelivery: %s (%v)", got[3].Raw, got[3].Err)
 	}
 	if _, stderr, code := td.cli("webhooks", "redeliver", "dlv_22222222222222222222222222"); code != 1 || !strings.Contains(stderr, "No delivery") {
 		t.Errorf("redeliver unknown: exit %d %q", code, stderr)
@@ -313,7 +254,7 @@ func TestWebhookRetries(t *testing.T) {
 	if _, _, code := td.cli("webhooks", "redeliver"); code != 2 {
 		t.Errorf("redeliver without an ID: exit %d", code)
 	}
-	if out := td.mustCLI("webhooks", "list"); !strings.Contains(out, hook["id"].(string)+"\t"+mainLine+"\tactive\tmessage.received\t"+rc.srv.URL+"/hook") {
+	if out := td.mustCLI("webhooks", "list"); !strings.Contains(out, hook["id"].(string)+"\t"+mainLine+"\tactive\tmessage.received\t"+rc.Server.URL+"/hook") {
 		t.Errorf("webhooks list: %q", out)
 	}
 }
@@ -331,20 +272,20 @@ func TestWebhookSurvivesRestart(t *testing.T) {
 	up()
 	td.start()
 	var last received
-	eventually(t, 10*time.Second, func() bool {
-		got := rc.requests()
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		got := rc.Requests()
 		last = got[len(got)-1]
-		return len(got) >= 2 && last.err == nil && last.data()["text"] == "do not lose me"
+		return len(got) >= 2 && last.Err == nil && last.Data()["text"] == "do not lose me"
 	})
-	if last.deliveryID() != first.deliveryID() {
-		t.Errorf("after the restart the delivery ID changed: %s, then %s", first.deliveryID(), last.deliveryID())
+	if last.DeliveryID() != first.DeliveryID() {
+		t.Errorf("after the restart the delivery ID changed: %s, then %s", first.DeliveryID(), last.DeliveryID())
 	}
 	// Delivered: nothing more comes.
-	before := len(rc.requests())
+	before := len(rc.Requests())
 	td.inbound(mainLine, alice, "next")
 	got := rc.waitRequests(before + 1)
-	if n := len(got); got[n-1].data()["text"] != "next" || got[n-2].deliveryID() != first.deliveryID() {
-		t.Errorf("after success the old delivery was sent again: %s", got[n-1].raw)
+	if n := len(got); got[n-1].Data()["text"] != "next" || got[n-2].DeliveryID() != first.DeliveryID() {
+		t.Errorf("after success the old delivery was sent again: %s", got[n-1].Raw)
 	}
 }
 
@@ -355,7 +296,7 @@ func TestWebhookSurvivesRestart(t *testing.T) {
 func TestWebhookRedirectAndDisable(t *testing.T) {
 	target := newReceiver(t, nil)
 	rc := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) int {
-		w.Header().Set("Location", target.srv.URL)
+		w.Header().Set("Location", target.Server.URL)
 		return 307
 	})
 	td := startTestDaemon(t, webhookConfig(t, rc, "retry_schedule = [\"20ms\", \"20ms\", \"20ms\", \"20ms\", \"20ms\", \"20ms\", \"20ms\", \"20ms\", \"20ms\", \"20ms\"]\ndisable_after = \"100ms\"\n"))
@@ -363,8 +304,8 @@ func TestWebhookRedirectAndDisable(t *testing.T) {
 	hook := td.register(key, mainLine, rc, "message.received")
 	td.inbound(mainLine, alice, "where do you go")
 
-	eventually(t, 10*time.Second, func() bool {
-		return len(td.call("GET", "/v1/webhooks?from="+mainLine, key, nil).data()) == 0
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		return len(td.call("GET", "/v1/webhooks?from="+mainLine, key, nil).Data()) == 0
 	})
 	out := td.mustCLI("webhooks", "deliveries", "--webhook", hook["id"].(string), "--limit", "1")
 	if !strings.Contains(out, "\t307\t") || !strings.Contains(out, "redirect") {
@@ -373,7 +314,7 @@ func TestWebhookRedirectAndDisable(t *testing.T) {
 	if out := td.mustCLI("webhooks", "list"); !strings.Contains(out, "\tinactive\t") {
 		t.Errorf("webhooks list: %q", out)
 	}
-	if _, stderr, code := td.cli("webhooks", "redeliver", rc.requests()[0].deliveryID()); code != 1 || !strings.Contains(stderr, "inactive") {
+	if _, stderr, code := td.cli("webhooks", "redeliver", rc.Requests()[0].DeliveryID()); code != 1 || !strings.Contains(stderr, "inactive") {
 		t.Errorf("redeliver to an inactive webhook: exit %d %q", code, stderr)
 	}
 }

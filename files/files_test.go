@@ -20,6 +20,7 @@ import (
 	"testing/iotest"
 	"time"
 
+	"github.com/blueline-app/blueline/apitest"
 	"github.com/blueline-app/blueline/files"
 	"github.com/blueline-app/blueline/storage"
 )
@@ -353,24 +354,11 @@ func serve(t *testing.T) *files.Store {
 	return s
 }
 
+// do fetches url as a browser following a link does; header is name,
+// value pairs.
 func do(t *testing.T, method, url string, header ...string) (*http.Response, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, body := apitest.Client{TB: t}.Fetch(method, url, header...)
 	return resp, string(body)
 }
 

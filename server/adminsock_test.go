@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/blueline-app/blueline/testkit"
 )
 
 // nobody is the other user of these tests (they need root to use it).
@@ -25,23 +27,6 @@ const nobody = 65534
 // testGuard bounds every wait in these tests; it is a failure, never
 // synchronisation.
 const testGuard = 10 * time.Second
-
-// useTempDir points the temporary directory, where the admin socket's
-// fallback folder goes, at a fresh folder that, like /tmp, anyone may write
-// in (sticky): another user's process can plant a folder there.
-func useTempDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "bl-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o777|fs.ModeSticky); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("TMPDIR", dir)
-	return dir
-}
 
 // longDataDir is a data folder whose admin socket goes to the fallback
 // folder.
@@ -72,7 +57,7 @@ func mustNotExist(t *testing.T, path string) {
 }
 
 func TestListenAdminFallbackFolder(t *testing.T) {
-	tmp := useTempDir(t)
+	tmp := testkit.SharedTempDir(t)
 	dir := longDataDir(t)
 	sock := AdminSocketPath(dir)
 	folder := filepath.Dir(sock)
@@ -144,7 +129,7 @@ func TestListenAdminRefusesPlantedFolder(t *testing.T) {
 			if tt.root {
 				needRoot(t)
 			}
-			useTempDir(t)
+			testkit.SharedTempDir(t)
 			dir := longDataDir(t)
 			folder := filepath.Dir(AdminSocketPath(dir))
 			inside := tt.plant(t, folder)
@@ -212,7 +197,7 @@ func TestListenAdminChecksDataFolder(t *testing.T) {
 // Under systemd's PrivateTmp nobody else would see the fallback folder: the
 // daemon says so instead of listening where the CLI cannot reach.
 func TestListenAdminUnderPrivateTmp(t *testing.T) {
-	useTempDir(t)
+	testkit.SharedTempDir(t)
 	dir := longDataDir(t)
 	l, err := listenAdmin(dir, func(string) bool { return true })
 	if err == nil {
@@ -376,7 +361,7 @@ func TestAdminClientRefusesUntrustedSocket(t *testing.T) {
 			if tt.root {
 				needRoot(t)
 			}
-			dir := filepath.Join(useTempDir(t), "data")
+			dir := filepath.Join(testkit.SharedTempDir(t), "data")
 			mkdir(t, dir, 0o700)
 			if tt.fallback {
 				dir = longDataDir(t)
@@ -501,7 +486,7 @@ func TestAdminClientRefusesAnotherUsersProcess(t *testing.T) {
 		t.Skip("runs a process as another user through Linux credentials")
 	}
 	needRoot(t)
-	useTempDir(t)
+	testkit.SharedTempDir(t)
 	dir := longDataDir(t)
 	sock := AdminSocketPath(dir)
 	lines := startAsNobody(t, "TestFakeDaemonProcess", "BLUELINE_TEST_FAKE_DAEMON="+sock)

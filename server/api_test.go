@@ -1,19 +1,17 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/apitest"
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/bridge/sim"
 	"github.com/blueline-app/blueline/delivery"
@@ -129,99 +127,18 @@ func (e *apiEnv) inbound(line, from, text string, chat ...bridge.Chat) storage.M
 	return res.Message
 }
 
-type response struct {
-	status int
-	header http.Header
-	body   map[string]any
-	raw    []byte
-}
+type response = apitest.Response
 
-func (r response) errCode() string {
-	e, _ := r.body["error"].(map[string]any)
-	code, _ := e["code"].(string)
-	return code
-}
-
-func (r response) errParam() string {
-	e, _ := r.body["error"].(map[string]any)
-	p, _ := e["param"].(string)
-	return p
-}
-
-func (r response) errType() string {
-	e, _ := r.body["error"].(map[string]any)
-	typ, _ := e["type"].(string)
-	return typ
-}
-
-func (r response) data() []map[string]any {
-	items, _ := r.body["data"].([]any)
-	out := make([]map[string]any, len(items))
-	for i, it := range items {
-		out[i], _ = it.(map[string]any)
-	}
-	return out
-}
-
-// call makes an API request. body may be nil, a string (sent raw) or a
-// value sent as JSON; headers are name, value pairs.
+// call makes an API request through apitest, as the end-to-end suite does.
 func (e *apiEnv) call(method, path, key string, body any, headers ...string) response {
 	e.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	default:
-		data, err := json.Marshal(b)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		rd = bytes.NewReader(data)
-	}
-	// Encode "+" in the query as a careful client does.
-	if p, q, ok := strings.Cut(path, "?"); ok {
-		path = p + "?" + strings.ReplaceAll(q, "+", "%2B")
-	}
-	req, err := http.NewRequest(method, e.base+path, rd)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	r := response{status: resp.StatusCode, header: resp.Header, raw: raw}
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &r.body); err != nil {
-			e.t.Fatalf("%s %s: body is not a JSON object: %q", method, path, raw)
-		}
-	}
-	return r
+	return apitest.Client{TB: e.t, Base: e.base}.Call(method, path, key, body, headers...)
 }
 
 // send posts a message; the answer must be 201.
 func (e *apiEnv) send(key string, body map[string]any, headers ...string) map[string]any {
 	e.t.Helper()
-	r := e.call("POST", "/v1/messages", key, body, headers...)
-	if r.status != 201 {
-		e.t.Fatalf("POST /v1/messages %v: %d %s", body, r.status, r.raw)
-	}
-	return r.body
+	return apitest.Client{TB: e.t, Base: e.base}.Send(key, body, headers...)
 }
 
 // activateSandbox starts the sandbox of key's owner and has contact text
@@ -229,9 +146,9 @@ func (e *apiEnv) send(key string, body map[string]any, headers ...string) map[st
 func (e *apiEnv) activateSandbox(key, contact string) {
 	e.t.Helper()
 	r := e.call("POST", "/v1/sandbox", key, nil)
-	code, _ := r.body["activation_code"].(string)
-	if r.status != 201 || code == "" {
-		e.t.Fatalf("POST /v1/sandbox: %d %s", r.status, r.raw)
+	code, _ := r.Body["activation_code"].(string)
+	if r.Status != 201 || code == "" {
+		e.t.Fatalf("POST /v1/sandbox: %d %s", r.Status, r.Raw)
 	}
 	e.inbound(sandboxLine, contact, code)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/apitest"
 	"github.com/blueline-app/blueline/server"
 	"github.com/blueline-app/blueline/storage"
 )
@@ -47,20 +48,8 @@ func newTestServer(t *testing.T, opts server.Options) (*httptest.Server, *storag
 
 func get(t *testing.T, method, url string) (int, map[string]any) {
 	t.Helper()
-	req, _ := http.NewRequest(method, url, nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var body map[string]any
-	data, _ := io.ReadAll(resp.Body)
-	if len(data) > 0 {
-		if err := json.Unmarshal(data, &body); err != nil {
-			t.Fatalf("%s %s: %q", method, url, data)
-		}
-	}
-	return resp.StatusCode, body
+	r := apitest.Client{TB: t}.Call(method, url, "", nil)
+	return r.Status, r.Body
 }
 
 func TestReadyzReportsFailingChecks(t *testing.T) {

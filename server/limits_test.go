@@ -81,6 +81,48 @@ func roundTrip(t *testing.T, c net.Conn, br *bufio.Reader, raw string) (*http.Re
 	return resp, string(body)
 }
 
+// pending is the status of the answer to a request on a connection, read
+// in the background: 0 if none came within 10 s.
+type pending <-chan int
+
+// answerOf reads the response to a request already written on c.
+func answerOf(c net.Conn, br *bufio.Reader) pending {
+	answered := make(chan int, 1)
+	go func() {
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			answered <- 0
+			return
+		}
+		answered <- resp.StatusCode
+	}()
+	return answered
+}
+
+// notYet fails the test if the answer has come.
+func (p pending) notYet(t *testing.T, what string) {
+	t.Helper()
+	select {
+	case code := <-p:
+		t.Fatalf("%s was answered (%d)", what, code)
+	default:
+	}
+}
+
+// want waits for the answer, which must have the given status.
+func (p pending) want(t *testing.T, status int, what string) {
+	t.Helper()
+	select {
+	case code := <-p:
+		if code != status {
+			t.Fatalf("%s was answered %d, want %d", what, code, status)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s was not served", what)
+	}
+}
+
 // headOfSize is a GET request whose head (request line, fields, blank
 // line) is exactly n bytes.
 func headOfSize(n int) string {
@@ -140,16 +182,7 @@ func TestLimitListenerHoldsConnectionsOverTheCap(t *testing.T) {
 	if _, err := io.WriteString(third, get); err != nil {
 		t.Fatal(err)
 	}
-	answered := make(chan int, 1)
-	go func() {
-		third.SetReadDeadline(time.Now().Add(10 * time.Second))
-		resp, err := http.ReadResponse(bufio.NewReader(third), nil)
-		if err != nil {
-			answered <- 0
-			return
-		}
-		answered <- resp.StatusCode
-	}()
+	answered := answerOf(third, bufio.NewReader(third))
 	// Give the server time to take the third, if it would: more requests
 	// on the first connection, answered one after the other.
 	for range 5 {
@@ -157,24 +190,13 @@ func TestLimitListenerHoldsConnectionsOverTheCap(t *testing.T) {
 			t.Fatalf("first connection, again: %d", resp.StatusCode)
 		}
 	}
-	select {
-	case code := <-answered:
-		t.Fatalf("the third connection was answered (%d) with two open and a cap of 2", code)
-	default:
-	}
+	answered.notYet(t, "the third connection, with two open and a cap of 2,")
 	if n := accepted.Load(); n != 2 {
 		t.Fatalf("%d connections accepted, want 2", n)
 	}
 
 	b.Close()
-	select {
-	case code := <-answered:
-		if code != 200 {
-			t.Fatalf("third connection after one closed: %d", code)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the third connection was not served after one of the two closed")
-	}
+	answered.want(t, 200, "the third connection, after one of the two closed,")
 	if n := accepted.Load(); n != 3 {
 		t.Errorf("%d connections accepted, want 3", n)
 	}
@@ -449,35 +471,15 @@ func TestTLSLimitConnections(t *testing.T) {
 
 	b, rb := dialHTTP()
 	io.WriteString(b, "GET /v1/lines HTTP/1.1\r\nHost: limits.blueline.test\r\n\r\n")
-	answered := make(chan int, 1)
-	go func() {
-		b.SetReadDeadline(time.Now().Add(10 * time.Second))
-		resp, err := http.ReadResponse(rb, nil)
-		if err != nil {
-			answered <- 0
-			return
-		}
-		answered <- resp.StatusCode
-	}()
+	answered := answerOf(b, rb)
 	for range 5 {
 		if resp, _ := roundTrip(t, a, ra, challenge); resp.StatusCode != 404 {
 			t.Fatalf("challenge again: %d", resp.StatusCode)
 		}
 	}
-	select {
-	case code := <-answered:
-		t.Fatalf("a second connection to the HTTP port was answered (%d) with a cap of 1", code)
-	default:
-	}
+	answered.notYet(t, "a second connection to the HTTP port, with a cap of 1,")
 	a.Close()
-	select {
-	case code := <-answered:
-		if code != http.StatusPermanentRedirect {
-			t.Fatalf("second connection, once the first closed: %d, want 308", code)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the second connection was not served after the first closed")
-	}
+	answered.want(t, http.StatusPermanentRedirect, "the second connection, once the first closed,")
 
 	c, rc := dialHTTP()
 	if resp, _ := roundTrip(t, c, rc, headOfSize(server.HeaderLimit+1)); resp.StatusCode != 431 {

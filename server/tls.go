@@ -75,11 +75,11 @@ func ListenTLS(opts TLSOptions, logger *slog.Logger) (_ *TLS, err error) {
 	}
 	t := &TLS{opts: opts, log: logger}
 	if t.httpsLn, err = net.Listen("tcp", opts.HTTPSListen); err != nil {
-		return nil, fmt.Errorf("listen on %s (tls.https_listen): %w", opts.HTTPSListen, err)
+		return nil, ListenError("[tls] https_listen", opts.HTTPSListen, err)
 	}
 	if t.httpLn, err = net.Listen("tcp", opts.HTTPListen); err != nil {
 		t.httpsLn.Close()
-		return nil, fmt.Errorf("listen on %s (tls.http_listen): %w", opts.HTTPListen, err)
+		return nil, ListenError("[tls] http_listen", opts.HTTPListen, err)
 	}
 	_, t.httpsPort, _ = net.SplitHostPort(t.httpsLn.Addr().String())
 

@@ -2,43 +2,12 @@ package server_test
 
 import (
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/blueline-app/blueline/apitest"
 )
-
-// withFields copies m with each key, value pair of kv set (a nil value
-// removes the key).
-func withFields(m map[string]any, kv ...any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		if kv[i+1] == nil {
-			delete(out, kv[i].(string))
-		} else {
-			out[kv[i].(string)] = kv[i+1]
-		}
-	}
-	return out
-}
-
-// checkErrorType reports an error whose type is not the one the spec's
-// table gives its status and code, or that has no message.
-func checkErrorType(t *testing.T, what string, r response) {
-	t.Helper()
-	want := map[int]string{400: "invalid_request_error", 401: "authentication_error", 403: "authorization_error",
-		404: "not_found_error", 413: "invalid_request_error", 429: "rate_limit_error"}[r.status]
-	if r.errCode() == "contact_has_not_messaged" {
-		want = "invalid_request_error"
-	}
-	e, _ := r.body["error"].(map[string]any)
-	if msg, _ := e["message"].(string); e["type"] != want || msg == "" {
-		t.Errorf("%s: error type %v, want %s (or no message): %s", what, e["type"], want, r.raw)
-	}
-}
 
 // Every response carries a request ID, in the body and the X-Request-Id header.
 func TestRequestIDs(t *testing.T) {
@@ -50,9 +19,9 @@ func TestRequestIDs(t *testing.T) {
 		e.call("GET", "/v1/nothing", key, nil),
 		e.call("GET", "/v1/outbox?id=obx_aaaaaaaaaaaaaaaaaaaaaaaaaa", key, nil),
 	} {
-		id, _ := r.body["request_id"].(string)
-		if !strings.HasPrefix(id, "req_") || r.header.Get("X-Request-Id") != id {
-			t.Errorf("request_id %q, header %q in %s", id, r.header.Get("X-Request-Id"), r.raw)
+		id, _ := r.Body["request_id"].(string)
+		if !strings.HasPrefix(id, "req_") || r.Header.Get("X-Request-Id") != id {
+			t.Errorf("request_id %q, header %q in %s", id, r.Header.Get("X-Request-Id"), r.Raw)
 		}
 	}
 }
@@ -60,9 +29,9 @@ func TestRequestIDs(t *testing.T) {
 func TestLines(t *testing.T) {
 	e := newAPI(t, defaultOptions())
 	all := e.call("GET", "/v1/lines", e.key(keyOpts{}), nil)
-	lines := all.data()
-	if all.status != 200 || len(lines) != 4 || all.body["has_more"] != false || all.body["next_cursor"] != nil {
-		t.Fatalf("lines: %d %s", all.status, all.raw)
+	lines := all.Data()
+	if all.Status != 200 || len(lines) != 4 || all.Body["has_more"] != false || all.Body["next_cursor"] != nil {
+		t.Fatalf("lines: %d %s", all.Status, all.Raw)
 	}
 	byHandle := map[string]map[string]any{}
 	for _, l := range lines {
@@ -79,7 +48,7 @@ func TestLines(t *testing.T) {
 	}
 
 	// A restricted key sees its lines and the sandbox.
-	restricted := e.call("GET", "/v1/lines", e.key(keyOpts{Lines: []string{smsLine}}), nil).data()
+	restricted := e.call("GET", "/v1/lines", e.key(keyOpts{Lines: []string{smsLine}}), nil).Data()
 	var handles []string
 	for _, l := range restricted {
 		handles = append(handles, l["handle"].(string))
@@ -106,27 +75,22 @@ func TestAuthentication(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			req, _ := http.NewRequest("GET", e.base+"/v1/lines", nil)
+			var header []string
 			if c.header != "" {
-				req.Header.Set("Authorization", c.header)
+				header = []string{"Authorization", c.header}
 			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != c.status {
-				t.Fatalf("status %d, want %d", resp.StatusCode, c.status)
+			if r := (apitest.Client{TB: t, Base: e.base}).Call("GET", "/v1/lines", "", nil, header...); r.Status != c.status {
+				t.Fatalf("status %d, want %d", r.Status, c.status)
 			}
 		})
 	}
 	r := e.call("GET", "/v1/lines", "", nil)
-	if r.errType() != "authentication_error" || r.errCode() != "missing_api_key" {
-		t.Fatalf("error shape: %s", r.raw)
+	if r.ErrType() != "authentication_error" || r.ErrCode() != "missing_api_key" {
+		t.Fatalf("error shape: %s", r.Raw)
 	}
-	checkErrorType(t, "no key", r)
-	if r := e.call("GET", "/v1/lines", "sk_live_nope", nil); r.errCode() != "invalid_api_key" {
-		t.Fatalf("unknown key: %s", r.raw)
+	apitest.CheckErrorType(t, "no key", r)
+	if r := e.call("GET", "/v1/lines", "sk_live_nope", nil); r.ErrCode() != "invalid_api_key" {
+		t.Fatalf("unknown key: %s", r.Raw)
 	}
 }
 
@@ -148,38 +112,38 @@ func TestScopesAndLineRestrictions(t *testing.T) {
 		{"GET", "/v1/outbox?id=obx_aaaaaaaaaaaaaaaaaaaaaaaaaa", nil, "outbox:read"},
 	} {
 		r := e.call(c.method, c.path, readOnly, c.body)
-		if r.status != 403 || r.errCode() != "insufficient_scope" || !strings.Contains(r.body["error"].(map[string]any)["message"].(string), c.scope) {
-			t.Errorf("%s %s without %s: %d %s", c.method, c.path, c.scope, r.status, r.raw)
+		if r.Status != 403 || r.ErrCode() != "insufficient_scope" || !strings.Contains(r.Body["error"].(map[string]any)["message"].(string), c.scope) {
+			t.Errorf("%s %s without %s: %d %s", c.method, c.path, c.scope, r.Status, r.Raw)
 		}
 	}
-	if r := e.call("GET", "/v1/messages?from="+mainLine+"&to="+alice, readOnly, nil); r.status != 200 {
-		t.Errorf("messages:read key reading messages: %d %s", r.status, r.raw)
+	if r := e.call("GET", "/v1/messages?from="+mainLine+"&to="+alice, readOnly, nil); r.Status != 200 {
+		t.Errorf("messages:read key reading messages: %d %s", r.Status, r.Raw)
 	}
 
-	if r := e.call("GET", "/v1/chats?from="+smsLine, restricted, nil); r.status != 403 || r.errCode() != "line_not_accessible" {
-		t.Errorf("restricted key on another line: %d %s", r.status, r.raw)
+	if r := e.call("GET", "/v1/chats?from="+smsLine, restricted, nil); r.Status != 403 || r.ErrCode() != "line_not_accessible" {
+		t.Errorf("restricted key on another line: %d %s", r.Status, r.Raw)
 	}
-	if r := e.call("POST", "/v1/messages", restricted, map[string]any{"from": smsLine, "to": alice, "text": "x"}); r.status != 403 || r.errCode() != "line_not_accessible" {
-		t.Errorf("restricted key sending on another line: %d %s", r.status, r.raw)
+	if r := e.call("POST", "/v1/messages", restricted, map[string]any{"from": smsLine, "to": alice, "text": "x"}); r.Status != 403 || r.ErrCode() != "line_not_accessible" {
+		t.Errorf("restricted key sending on another line: %d %s", r.Status, r.Raw)
 	}
-	if r := e.call("GET", "/v1/chats?from="+mainLine, restricted, nil); r.status != 200 {
-		t.Errorf("restricted key on its line: %d %s", r.status, r.raw)
+	if r := e.call("GET", "/v1/chats?from="+mainLine, restricted, nil); r.Status != 200 {
+		t.Errorf("restricted key on its line: %d %s", r.Status, r.Raw)
 	}
 	obx := e.send(noOwner, map[string]any{"from": smsLine, "to": alice, "text": "x"})
-	if r := e.call("GET", "/v1/outbox?id="+obx["id"].(string), restricted, nil); r.status != 404 || r.errCode() != "outbox_item_not_found" {
-		t.Errorf("restricted key reading another line's outbox item: %d %s", r.status, r.raw)
+	if r := e.call("GET", "/v1/outbox?id="+obx["id"].(string), restricted, nil); r.Status != 404 || r.ErrCode() != "outbox_item_not_found" {
+		t.Errorf("restricted key reading another line's outbox item: %d %s", r.Status, r.Raw)
 	}
-	if r := e.call("GET", "/v1/outbox?id="+obx["id"].(string), noOwner, nil); r.status != 200 || r.body["id"] != obx["id"] || r.body["status"] != "pending" {
-		t.Errorf("reading the outbox item: %d %s", r.status, r.raw)
+	if r := e.call("GET", "/v1/outbox?id="+obx["id"].(string), noOwner, nil); r.Status != 200 || r.Body["id"] != obx["id"] || r.Body["status"] != "pending" {
+		t.Errorf("reading the outbox item: %d %s", r.Status, r.Raw)
 	}
 
 	// The sandbox is open to every key, but only to keys with an owner.
-	if r := e.call("GET", "/v1/chats?from="+sandboxLine, noOwner, nil); r.status != 403 || r.errCode() != "sandbox_requires_owner" {
-		t.Errorf("ownerless key on the sandbox: %d %s", r.status, r.raw)
+	if r := e.call("GET", "/v1/chats?from="+sandboxLine, noOwner, nil); r.Status != 403 || r.ErrCode() != "sandbox_requires_owner" {
+		t.Errorf("ownerless key on the sandbox: %d %s", r.Status, r.Raw)
 	}
 	owned := e.key(keyOpts{Lines: []string{mainLine}, Owner: "ops"})
-	if r := e.call("GET", "/v1/chats?from="+sandboxLine, owned, nil); r.status != 200 {
-		t.Errorf("restricted key with owner on the sandbox: %d %s", r.status, r.raw)
+	if r := e.call("GET", "/v1/chats?from="+sandboxLine, owned, nil); r.Status != 200 {
+		t.Errorf("restricted key with owner on the sandbox: %d %s", r.Status, r.Raw)
 	}
 }
 
@@ -200,39 +164,39 @@ func TestSendValidation(t *testing.T) {
 		{"malformed json", `{"from": `, 400, "invalid_json", ""},
 		{"empty body", ``, 400, "invalid_json", ""},
 		{"array body", `[1,2]`, 400, "invalid_json", ""},
-		{"missing from", withFields(ok, "from", nil), 400, "missing_required_parameter", "from"},
-		{"blank from", withFields(ok, "from", " "), 400, "missing_required_parameter", "from"},
-		{"missing to", withFields(ok, "to", nil), 400, "missing_required_parameter", "to"},
-		{"no text nor attachments", withFields(ok, "text", nil), 400, "missing_required_parameter", "text"},
-		{"empty text", withFields(ok, "text", ""), 400, "missing_required_parameter", "text"},
-		{"from not a string", withFields(ok, "from", 15550000001), 400, "invalid_parameter_value", "from"},
-		{"text not a string", withFields(ok, "text", true), 400, "invalid_parameter_value", "text"},
-		{"attachments not an array", withFields(ok, "attachments", "file_x"), 400, "invalid_parameter_value", "attachments"},
-		{"two attachments", withFields(ok, "attachments", []string{"file_aaaaaaaaaaaaaaaaaaaaaaaaaa", "file_bbbbbbbbbbbbbbbbbbbbbbbbbb"}), 400, "invalid_parameter_value", "attachments"},
-		{"attachment with wrong prefix", withFields(ok, "attachments", []string{"msg_aaaaaaaaaaaaaaaaaaaaaaaaaa"}), 400, "invalid_parameter_value", "attachments"},
-		{"unknown file", withFields(ok, "attachments", []string{"file_aaaaaaaaaaaaaaaaaaaaaaaaaa"}), 404, "file_not_found", "attachments"},
-		{"bad recipient", withFields(ok, "to", "not a number"), 400, "invalid_parameter_value", "to"},
-		{"a chat ID naming nothing", withFields(ok, "to", "cht_123"), 404, "chat_not_found", "to"},
-		{"malformed chat ID", withFields(ok, "to", "cht_1 2"), 400, "invalid_parameter_value", "to"},
-		{"unknown chat", withFields(ok, "to", "cht_aaaaaaaaaaaaaaaaaaaaaaaaaa"), 404, "chat_not_found", "to"},
-		{"chat of another line", withFields(ok, "to", carols.ChatID), 404, "chat_not_found", "to"},
-		{"unknown line", withFields(ok, "from", "+15559999999"), 404, "line_not_found", "from"},
-		{"bad line handle", withFields(ok, "from", "main line"), 400, "invalid_parameter_value", "from"},
-		{"contact never wrote", withFields(ok, "to", carol), 403, "contact_has_not_messaged", "to"},
-		{"unknown reply_to ID", withFields(ok, "reply_to", "msg_aaaaaaaaaaaaaaaaaaaaaaaaaa"), 404, "message_not_found", "reply_to"},
-		{"unknown reply_to GUID", withFields(ok, "reply_to", "0000-GUID"), 404, "message_not_found", "reply_to"},
-		{"a reply_to ID naming nothing", withFields(ok, "reply_to", "msg_1"), 404, "message_not_found", "reply_to"},
-		{"malformed reply_to ID", withFields(ok, "reply_to", "msg_1-2"), 400, "invalid_parameter_value", "reply_to"},
-		{"reply_to in another chat", withFields(ok, "reply_to", other.ID), 400, "invalid_parameter_value", "reply_to"},
+		{"missing from", apitest.WithFields(ok, "from", nil), 400, "missing_required_parameter", "from"},
+		{"blank from", apitest.WithFields(ok, "from", " "), 400, "missing_required_parameter", "from"},
+		{"missing to", apitest.WithFields(ok, "to", nil), 400, "missing_required_parameter", "to"},
+		{"no text nor attachments", apitest.WithFields(ok, "text", nil), 400, "missing_required_parameter", "text"},
+		{"empty text", apitest.WithFields(ok, "text", ""), 400, "missing_required_parameter", "text"},
+		{"from not a string", apitest.WithFields(ok, "from", 15550000001), 400, "invalid_parameter_value", "from"},
+		{"text not a string", apitest.WithFields(ok, "text", true), 400, "invalid_parameter_value", "text"},
+		{"attachments not an array", apitest.WithFields(ok, "attachments", "file_x"), 400, "invalid_parameter_value", "attachments"},
+		{"two attachments", apitest.WithFields(ok, "attachments", []string{"file_aaaaaaaaaaaaaaaaaaaaaaaaaa", "file_bbbbbbbbbbbbbbbbbbbbbbbbbb"}), 400, "invalid_parameter_value", "attachments"},
+		{"attachment with wrong prefix", apitest.WithFields(ok, "attachments", []string{"msg_aaaaaaaaaaaaaaaaaaaaaaaaaa"}), 400, "invalid_parameter_value", "attachments"},
+		{"unknown file", apitest.WithFields(ok, "attachments", []string{"file_aaaaaaaaaaaaaaaaaaaaaaaaaa"}), 404, "file_not_found", "attachments"},
+		{"bad recipient", apitest.WithFields(ok, "to", "not a number"), 400, "invalid_parameter_value", "to"},
+		{"a chat ID naming nothing", apitest.WithFields(ok, "to", "cht_123"), 404, "chat_not_found", "to"},
+		{"malformed chat ID", apitest.WithFields(ok, "to", "cht_1 2"), 400, "invalid_parameter_value", "to"},
+		{"unknown chat", apitest.WithFields(ok, "to", "cht_aaaaaaaaaaaaaaaaaaaaaaaaaa"), 404, "chat_not_found", "to"},
+		{"chat of another line", apitest.WithFields(ok, "to", carols.ChatID), 404, "chat_not_found", "to"},
+		{"unknown line", apitest.WithFields(ok, "from", "+15559999999"), 404, "line_not_found", "from"},
+		{"bad line handle", apitest.WithFields(ok, "from", "main line"), 400, "invalid_parameter_value", "from"},
+		{"contact never wrote", apitest.WithFields(ok, "to", carol), 403, "contact_has_not_messaged", "to"},
+		{"unknown reply_to ID", apitest.WithFields(ok, "reply_to", "msg_aaaaaaaaaaaaaaaaaaaaaaaaaa"), 404, "message_not_found", "reply_to"},
+		{"unknown reply_to GUID", apitest.WithFields(ok, "reply_to", "0000-GUID"), 404, "message_not_found", "reply_to"},
+		{"a reply_to ID naming nothing", apitest.WithFields(ok, "reply_to", "msg_1"), 404, "message_not_found", "reply_to"},
+		{"malformed reply_to ID", apitest.WithFields(ok, "reply_to", "msg_1-2"), 400, "invalid_parameter_value", "reply_to"},
+		{"reply_to in another chat", apitest.WithFields(ok, "reply_to", other.ID), 400, "invalid_parameter_value", "reply_to"},
 		{"too large", `{"from":"` + mainLine + `","to":"` + alice + `","text":"` + strings.Repeat("a", 1<<20) + `"}`, 413, "request_too_large", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := e.call("POST", "/v1/messages", key, c.body)
-			if r.status != c.status || r.errCode() != c.code || r.errParam() != c.param {
-				t.Fatalf("got %d %s param %q, want %d %s param %q: %s", r.status, r.errCode(), r.errParam(), c.status, c.code, c.param, r.raw)
+			if r.Status != c.status || r.ErrCode() != c.code || r.ErrParam() != c.param {
+				t.Fatalf("got %d %s param %q, want %d %s param %q: %s", r.Status, r.ErrCode(), r.ErrParam(), c.status, c.code, c.param, r.Raw)
 			}
-			checkErrorType(t, c.name, r)
+			apitest.CheckErrorType(t, c.name, r)
 		})
 	}
 }
@@ -263,66 +227,54 @@ func TestListValidation(t *testing.T) {
 	}
 	for _, c := range cases {
 		r := e.call("GET", c.path, key, nil)
-		if r.status != c.status || r.errCode() != c.code || r.errParam() != c.param {
-			t.Errorf("GET %s: %d %s param %q, want %d %s %q", c.path, r.status, r.errCode(), r.errParam(), c.status, c.code, c.param)
+		if r.Status != c.status || r.ErrCode() != c.code || r.ErrParam() != c.param {
+			t.Errorf("GET %s: %d %s param %q, want %d %s %q", c.path, r.Status, r.ErrCode(), r.ErrParam(), c.status, c.code, c.param)
 		}
 	}
 	// A contact with no chat has no history: an empty list, not an error.
-	if r := e.call("GET", "/v1/messages?from="+mainLine+"&to="+carol, key, nil); r.status != 200 || len(r.data()) != 0 || r.body["has_more"] != false {
-		t.Errorf("history with a stranger: %d %s", r.status, r.raw)
+	if r := e.call("GET", "/v1/messages?from="+mainLine+"&to="+carol, key, nil); r.Status != 200 || len(r.Data()) != 0 || r.Body["has_more"] != false {
+		t.Errorf("history with a stranger: %d %s", r.Status, r.Raw)
 	}
 	// "+" typed unencoded in a query (curl by hand) decodes as a space; a
 	// handle parameter still finds the line and the contact.
-	req, _ := http.NewRequest("GET", e.base+"/v1/messages?from="+mainLine+"&to="+alice, nil)
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	// (Fetch, unlike call, sends the URL as it is.)
+	resp, _ := apitest.Client{TB: t}.Fetch("GET", e.base+"/v1/messages?from="+mainLine+"&to="+alice, "Authorization", "Bearer "+key)
 	if resp.StatusCode != 200 {
 		t.Errorf("unencoded + in the query: %d", resp.StatusCode)
 	}
 	// A chat cursor is not a message cursor.
 	e.inbound(mainLine, bob, "hi")
 	chats := e.call("GET", "/v1/chats?from="+mainLine+"&limit=1", key, nil)
-	cursor, _ := chats.body["next_cursor"].(string)
+	cursor, _ := chats.Body["next_cursor"].(string)
 	if cursor == "" {
-		t.Fatalf("no cursor with two chats and limit 1: %s", chats.raw)
+		t.Fatalf("no cursor with two chats and limit 1: %s", chats.Raw)
 	}
-	if r := e.call("GET", "/v1/messages?from="+mainLine+"&to="+alice+"&cursor="+cursor, key, nil); r.errCode() != "invalid_parameter_value" || r.errParam() != "cursor" {
-		t.Errorf("chat cursor on messages: %d %s", r.status, r.raw)
+	if r := e.call("GET", "/v1/messages?from="+mainLine+"&to="+alice+"&cursor="+cursor, key, nil); r.ErrCode() != "invalid_parameter_value" || r.ErrParam() != "cursor" {
+		t.Errorf("chat cursor on messages: %d %s", r.Status, r.Raw)
 	}
 }
 
 func TestRoutesMethodsAndCORS(t *testing.T) {
 	e := newAPI(t, defaultOptions())
 	key := e.key(keyOpts{})
-	if r := e.call("GET", "/v1/nothing", key, nil); r.status != 404 || r.errCode() != "route_not_found" || r.errType() != "not_found_error" {
-		t.Errorf("unknown route: %d %s", r.status, r.raw)
+	if r := e.call("GET", "/v1/nothing", key, nil); r.Status != 404 || r.ErrCode() != "route_not_found" || r.ErrType() != "not_found_error" {
+		t.Errorf("unknown route: %d %s", r.Status, r.Raw)
 	}
-	if r := e.call("GET", "/v1/lines/", key, nil); r.status != 404 || r.errCode() != "route_not_found" {
-		t.Errorf("trailing slash: %d %s", r.status, r.raw)
+	if r := e.call("GET", "/v1/lines/", key, nil); r.Status != 404 || r.ErrCode() != "route_not_found" {
+		t.Errorf("trailing slash: %d %s", r.Status, r.Raw)
 	}
-	if r := e.call("PUT", "/v1/messages", key, nil); r.status != 405 || r.errCode() != "method_not_allowed" || !strings.Contains(r.header.Get("Allow"), "POST") {
-		t.Errorf("wrong method: %d %s %v", r.status, r.raw, r.header)
+	if r := e.call("PUT", "/v1/messages", key, nil); r.Status != 405 || r.ErrCode() != "method_not_allowed" || !strings.Contains(r.Header.Get("Allow"), "POST") {
+		t.Errorf("wrong method: %d %s %v", r.Status, r.Raw, r.Header)
 	}
-	req, _ := http.NewRequest("OPTIONS", e.base+"/v1/messages", nil)
-	req.Header.Set("Origin", "https://app.example.com")
-	req.Header.Set("Access-Control-Request-Method", "POST")
-	req.Header.Set("Access-Control-Request-Headers", "authorization, content-type")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp, _ := apitest.Client{TB: t}.Fetch("OPTIONS", e.base+"/v1/messages", "Origin", "https://app.example.com",
+		"Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "authorization, content-type")
 	h := resp.Header
 	if resp.StatusCode != 204 || h.Get("Access-Control-Allow-Origin") != "*" ||
 		h.Get("Access-Control-Allow-Methods") != "GET, POST, DELETE, OPTIONS" || !strings.Contains(h.Get("Access-Control-Allow-Headers"), "Authorization") {
 		t.Errorf("preflight: %d %v", resp.StatusCode, h)
 	}
-	if r := e.call("GET", "/v1/lines", key, nil); r.header.Get("Access-Control-Allow-Origin") != "*" {
-		t.Errorf("no CORS header on a GET: %v", r.header)
+	if r := e.call("GET", "/v1/lines", key, nil); r.Header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Errorf("no CORS header on a GET: %v", r.Header)
 	}
 }
 
@@ -334,10 +286,10 @@ func TestSandboxQuota(t *testing.T) {
 		e.send(key, map[string]any{"from": sandboxLine, "to": alice, "text": fmt.Sprint(i)})
 	}
 	r := e.call("POST", "/v1/messages", key, map[string]any{"from": sandboxLine, "to": alice, "text": "one too many"})
-	if r.status != 429 || r.errCode() != "sandbox_quota_exceeded" || r.errType() != "rate_limit_error" {
-		t.Fatalf("sixth send: %d %s", r.status, r.raw)
+	if r.Status != 429 || r.ErrCode() != "sandbox_quota_exceeded" || r.ErrType() != "rate_limit_error" {
+		t.Fatalf("sixth send: %d %s", r.Status, r.Raw)
 	}
-	if ra := r.header.Get("Retry-After"); ra == "" || ra == "0" {
+	if ra := r.Header.Get("Retry-After"); ra == "" || ra == "0" {
 		t.Fatalf("Retry-After %q", ra)
 	}
 	// Rejected sends are not counted, and other lines are not limited.
@@ -351,20 +303,20 @@ func TestRateLimit(t *testing.T) {
 	e := newAPI(t, opts)
 	key, other := e.key(keyOpts{}), e.key(keyOpts{})
 	for range 3 {
-		if r := e.call("GET", "/v1/lines", key, nil); r.status != 200 {
-			t.Fatalf("within the limit: %d %s", r.status, r.raw)
+		if r := e.call("GET", "/v1/lines", key, nil); r.Status != 200 {
+			t.Fatalf("within the limit: %d %s", r.Status, r.Raw)
 		}
 	}
 	r := e.call("GET", "/v1/lines", key, nil)
-	if r.status != 429 || r.errCode() != "rate_limit_exceeded" {
-		t.Fatalf("over the limit: %d %s", r.status, r.raw)
+	if r.Status != 429 || r.ErrCode() != "rate_limit_exceeded" {
+		t.Fatalf("over the limit: %d %s", r.Status, r.Raw)
 	}
 	// 3 per hour: the next token comes in 20 minutes.
-	if ra := r.header.Get("Retry-After"); ra != "1200" {
+	if ra := r.Header.Get("Retry-After"); ra != "1200" {
 		t.Fatalf("Retry-After %q, want 1200", ra)
 	}
-	if r := e.call("GET", "/v1/lines", other, nil); r.status != 200 {
-		t.Fatalf("another key is limited too: %d", r.status)
+	if r := e.call("GET", "/v1/lines", other, nil); r.Status != 200 {
+		t.Fatalf("another key is limited too: %d", r.Status)
 	}
 }
 
@@ -401,10 +353,10 @@ func TestOneNotFoundRule(t *testing.T) {
 		{"an outbox item on a line the key may not use", e.call("GET", "/v1/outbox?id="+obx, keyPlain, nil), 404, "outbox_item_not_found"},
 		{"a line the key names directly", e.call("GET", "/v1/chats?from="+mainLine, keyPlain, nil), 403, "line_not_accessible"},
 	} {
-		if c.r.status != c.status || c.r.errCode() != c.code {
-			t.Errorf("%s: %d %s; want %d %s", c.what, c.r.status, c.r.raw, c.status, c.code)
+		if c.r.Status != c.status || c.r.ErrCode() != c.code {
+			t.Errorf("%s: %d %s; want %d %s", c.what, c.r.Status, c.r.Raw, c.status, c.code)
 		}
-		checkErrorType(t, c.what, c.r)
+		apitest.CheckErrorType(t, c.what, c.r)
 	}
 }
 
@@ -428,41 +380,41 @@ func TestReactionValidation(t *testing.T) {
 		param  string // checked when set
 	}{
 		{"no key", "", ok, 401, "missing_api_key", ""},
-		{"no scope, bad body", readOnly, withFields(ok, "type", "wink"), 403, "insufficient_scope", ""},
+		{"no scope, bad body", readOnly, apitest.WithFields(ok, "type", "wink"), 403, "insufficient_scope", ""},
 		{"malformed json", key, `{"from":`, 400, "invalid_json", ""},
-		{"missing from", key, withFields(ok, "from", nil), 400, "missing_required_parameter", "from"},
-		{"missing to", key, withFields(ok, "to", nil), 400, "missing_required_parameter", "to"},
-		{"missing message_id", key, withFields(ok, "message_id", nil), 400, "missing_required_parameter", "message_id"},
-		{"missing type", key, withFields(ok, "type", nil), 400, "missing_required_parameter", "type"},
-		{"blank type", key, withFields(ok, "type", " "), 400, "missing_required_parameter", "type"},
-		{"unknown type", key, withFields(ok, "type", "wink"), 400, "invalid_parameter_value", "type"},
-		{"upper-case type", key, withFields(ok, "type", "LOVE"), 400, "invalid_parameter_value", "type"},
-		{"type not a string", key, withFields(ok, "type", 2000), 400, "invalid_parameter_value", "type"},
-		{"remove not a bool", key, withFields(ok, "remove", "yes"), 400, "invalid_parameter_value", "remove"},
-		{"bad type on an unknown line", key, withFields(ok, "type", "wink", "from", "+15559999999"), 400, "invalid_parameter_value", "type"},
-		{"unknown line", key, withFields(ok, "from", "+15559999999"), 404, "line_not_found", "from"},
+		{"missing from", key, apitest.WithFields(ok, "from", nil), 400, "missing_required_parameter", "from"},
+		{"missing to", key, apitest.WithFields(ok, "to", nil), 400, "missing_required_parameter", "to"},
+		{"missing message_id", key, apitest.WithFields(ok, "message_id", nil), 400, "missing_required_parameter", "message_id"},
+		{"missing type", key, apitest.WithFields(ok, "type", nil), 400, "missing_required_parameter", "type"},
+		{"blank type", key, apitest.WithFields(ok, "type", " "), 400, "missing_required_parameter", "type"},
+		{"unknown type", key, apitest.WithFields(ok, "type", "wink"), 400, "invalid_parameter_value", "type"},
+		{"upper-case type", key, apitest.WithFields(ok, "type", "LOVE"), 400, "invalid_parameter_value", "type"},
+		{"type not a string", key, apitest.WithFields(ok, "type", 2000), 400, "invalid_parameter_value", "type"},
+		{"remove not a bool", key, apitest.WithFields(ok, "remove", "yes"), 400, "invalid_parameter_value", "remove"},
+		{"bad type on an unknown line", key, apitest.WithFields(ok, "type", "wink", "from", "+15559999999"), 400, "invalid_parameter_value", "type"},
+		{"unknown line", key, apitest.WithFields(ok, "from", "+15559999999"), 404, "line_not_found", "from"},
 		{"line of another key", onlyPlain, ok, 403, "line_not_accessible", ""},
-		{"access before advanced features", onlyMain, withFields(ok, "from", plainLine, "message_id", plain.ID), 403, "line_not_accessible", ""},
-		{"no advanced features", key, withFields(ok, "from", plainLine, "message_id", plain.ID), 400, "advanced_features_required", "from"},
-		{"SMS line", key, withFields(ok, "from", smsLine), 400, "advanced_features_required", "from"},
-		{"advanced features before recipient", key, withFields(ok, "from", plainLine, "to", carol), 400, "advanced_features_required", "from"},
-		{"contact never wrote", key, withFields(ok, "to", carol), 403, "contact_has_not_messaged", "to"},
-		{"recipient before message", key, withFields(ok, "to", carol, "message_id", "msg_aaaaaaaaaaaaaaaaaaaaaaaaaa"), 403, "contact_has_not_messaged", "to"},
-		{"unknown chat", key, withFields(ok, "to", "cht_aaaaaaaaaaaaaaaaaaaaaaaaaa"), 404, "chat_not_found", "to"},
-		{"unknown message ID", key, withFields(ok, "message_id", "msg_aaaaaaaaaaaaaaaaaaaaaaaaaa"), 404, "message_not_found", "message_id"},
-		{"unknown GUID", key, withFields(ok, "message_id", "0000-NO-SUCH-GUID"), 404, "message_not_found", "message_id"},
-		{"a message ID of another shape naming nothing", key, withFields(ok, "message_id", "msg_1"), 404, "message_not_found", "message_id"},
-		{"malformed message ID", key, withFields(ok, "message_id", "msg_!"), 400, "invalid_parameter_value", "message_id"},
-		{"message of another line", key, withFields(ok, "message_id", plain.ID), 404, "message_not_found", "message_id"},
-		{"message of another chat", key, withFields(ok, "message_id", bobs.ID), 400, "invalid_parameter_value", "message_id"},
-		{"message of another chat, by GUID", key, withFields(ok, "message_id", bobs.GUID), 400, "invalid_parameter_value", "message_id"},
+		{"access before advanced features", onlyMain, apitest.WithFields(ok, "from", plainLine, "message_id", plain.ID), 403, "line_not_accessible", ""},
+		{"no advanced features", key, apitest.WithFields(ok, "from", plainLine, "message_id", plain.ID), 400, "advanced_features_required", "from"},
+		{"SMS line", key, apitest.WithFields(ok, "from", smsLine), 400, "advanced_features_required", "from"},
+		{"advanced features before recipient", key, apitest.WithFields(ok, "from", plainLine, "to", carol), 400, "advanced_features_required", "from"},
+		{"contact never wrote", key, apitest.WithFields(ok, "to", carol), 403, "contact_has_not_messaged", "to"},
+		{"recipient before message", key, apitest.WithFields(ok, "to", carol, "message_id", "msg_aaaaaaaaaaaaaaaaaaaaaaaaaa"), 403, "contact_has_not_messaged", "to"},
+		{"unknown chat", key, apitest.WithFields(ok, "to", "cht_aaaaaaaaaaaaaaaaaaaaaaaaaa"), 404, "chat_not_found", "to"},
+		{"unknown message ID", key, apitest.WithFields(ok, "message_id", "msg_aaaaaaaaaaaaaaaaaaaaaaaaaa"), 404, "message_not_found", "message_id"},
+		{"unknown GUID", key, apitest.WithFields(ok, "message_id", "0000-NO-SUCH-GUID"), 404, "message_not_found", "message_id"},
+		{"a message ID of another shape naming nothing", key, apitest.WithFields(ok, "message_id", "msg_1"), 404, "message_not_found", "message_id"},
+		{"malformed message ID", key, apitest.WithFields(ok, "message_id", "msg_!"), 400, "invalid_parameter_value", "message_id"},
+		{"message of another line", key, apitest.WithFields(ok, "message_id", plain.ID), 404, "message_not_found", "message_id"},
+		{"message of another chat", key, apitest.WithFields(ok, "message_id", bobs.ID), 400, "invalid_parameter_value", "message_id"},
+		{"message of another chat, by GUID", key, apitest.WithFields(ok, "message_id", bobs.GUID), 400, "invalid_parameter_value", "message_id"},
 	}
 	for _, c := range cases {
 		r := e.call("POST", "/v1/reactions", c.key, c.body)
-		if r.status != c.status || r.errCode() != c.code || c.param != "" && r.errParam() != c.param {
-			t.Errorf("%s: got %d %s param %q, want %d %s param %q: %s", c.name, r.status, r.errCode(), r.errParam(), c.status, c.code, c.param, r.raw)
+		if r.Status != c.status || r.ErrCode() != c.code || c.param != "" && r.ErrParam() != c.param {
+			t.Errorf("%s: got %d %s param %q, want %d %s param %q: %s", c.name, r.Status, r.ErrCode(), r.ErrParam(), c.status, c.code, c.param, r.Raw)
 		}
-		checkErrorType(t, c.name, r)
+		apitest.CheckErrorType(t, c.name, r)
 	}
 
 	// Reading reactions.
@@ -481,13 +433,13 @@ func TestReactionValidation(t *testing.T) {
 		{"no reactions:read", e.key(keyOpts{Scopes: []string{"reactions:write"}}), "?message_id=" + in.ID, 403, "insufficient_scope"},
 	} {
 		r := e.call("GET", "/v1/reactions"+c.query, c.key, nil)
-		if r.status != c.status || r.errCode() != c.code || c.status != 403 && r.errParam() != "message_id" {
-			t.Errorf("GET %s: %d %s", c.name, r.status, r.raw)
+		if r.Status != c.status || r.ErrCode() != c.code || c.status != 403 && r.ErrParam() != "message_id" {
+			t.Errorf("GET %s: %d %s", c.name, r.Status, r.Raw)
 		}
 	}
 	// Reading works on a line without advanced features: contacts react there too.
-	if r := e.call("GET", "/v1/reactions?message_id="+plain.ID, onlyPlain, nil); r.status != 200 || len(r.data()) != 0 || r.body["has_more"] != false {
-		t.Fatalf("reactions before any: %d %s", r.status, r.raw)
+	if r := e.call("GET", "/v1/reactions?message_id="+plain.ID, onlyPlain, nil); r.Status != 200 || len(r.Data()) != 0 || r.Body["has_more"] != false {
+		t.Fatalf("reactions before any: %d %s", r.Status, r.Raw)
 	}
 }
 
@@ -498,11 +450,11 @@ func TestRateLimitBeforeScope(t *testing.T) {
 	e := newAPI(t, opts)
 	noScope := e.key(keyOpts{Scopes: []string{"messages:read"}})
 	body := map[string]any{"from": mainLine, "to": alice, "message_id": "msg_aaaaaaaaaaaaaaaaaaaaaaaaaa", "type": "like"}
-	if r := e.call("POST", "/v1/reactions", noScope, body); r.status != 403 || r.errCode() != "insufficient_scope" {
-		t.Fatalf("first request: %d %s", r.status, r.raw)
+	if r := e.call("POST", "/v1/reactions", noScope, body); r.Status != 403 || r.ErrCode() != "insufficient_scope" {
+		t.Fatalf("first request: %d %s", r.Status, r.Raw)
 	}
-	if r := e.call("POST", "/v1/reactions", noScope, body); r.status != 429 || r.errCode() != "rate_limit_exceeded" {
-		t.Fatalf("second request: %d %s", r.status, r.raw)
+	if r := e.call("POST", "/v1/reactions", noScope, body); r.Status != 429 || r.ErrCode() != "rate_limit_exceeded" {
+		t.Fatalf("second request: %d %s", r.Status, r.Raw)
 	}
 }
 
@@ -536,52 +488,52 @@ func TestWebhookRegistration(t *testing.T) {
 	}
 	for _, c := range bad {
 		r := e.call("POST", "/v1/webhooks", key, c.body)
-		if r.errCode() != c.code || r.errParam() != c.param {
-			t.Errorf("%s: %d %s", c.name, r.status, r.raw)
+		if r.ErrCode() != c.code || r.ErrParam() != c.param {
+			t.Errorf("%s: %d %s", c.name, r.Status, r.Raw)
 		}
 	}
-	if r := e.call("POST", "/v1/webhooks", key, bad[11].body); !strings.Contains(r.body["error"].(map[string]any)["message"].(string), "169.254.169.254 is not a public address") {
-		t.Errorf("the refusal does not say why: %s", r.raw)
+	if r := e.call("POST", "/v1/webhooks", key, bad[11].body); !strings.Contains(r.Body["error"].(map[string]any)["message"].(string), "169.254.169.254 is not a public address") {
+		t.Errorf("the refusal does not say why: %s", r.Raw)
 	}
 
 	// A public address is accepted. (No event happens on this line, so
 	// nothing is ever sent to it.)
 	created := e.call("POST", "/v1/webhooks", key, map[string]any{"from": plainLine, "url": "https://93.184.215.14/hook",
 		"events": []string{"message.received", "message.received", "reaction.added"}})
-	if created.status != 201 {
-		t.Fatalf("create: %d %s", created.status, created.raw)
+	if created.Status != 201 {
+		t.Fatalf("create: %d %s", created.Status, created.Raw)
 	}
-	id, secret := created.body["id"].(string), created.body["secret"].(string)
+	id, secret := created.Body["id"].(string), created.Body["secret"].(string)
 	plain := e.lines[plainLine]
-	if !strings.HasPrefix(id, "wh_") || !strings.HasPrefix(secret, "whsec_") || len(secret) < 40 || created.body["is_active"] != true ||
-		created.body["request_id"] == nil || len(created.body["events"].([]any)) != 2 || created.body["line_ids"].([]any)[0] != plain.ID {
-		t.Fatalf("created %s", created.raw)
+	if !strings.HasPrefix(id, "wh_") || !strings.HasPrefix(secret, "whsec_") || len(secret) < 40 || created.Body["is_active"] != true ||
+		created.Body["request_id"] == nil || len(created.Body["events"].([]any)) != 2 || created.Body["line_ids"].([]any)[0] != plain.ID {
+		t.Fatalf("created %s", created.Raw)
 	}
 
 	list := e.call("GET", "/v1/webhooks?from="+plainLine, key, nil)
-	if items := list.data(); len(items) != 1 || items[0]["secret"] != secret || list.body["has_more"] != false {
-		t.Fatalf("list: %s", list.raw)
+	if items := list.Data(); len(items) != 1 || items[0]["secret"] != secret || list.Body["has_more"] != false {
+		t.Fatalf("list: %s", list.Raw)
 	}
-	if items := e.call("GET", "/v1/webhooks?from="+mainLine, key, nil).data(); len(items) != 0 {
+	if items := e.call("GET", "/v1/webhooks?from="+mainLine, key, nil).Data(); len(items) != 0 {
 		t.Errorf("another line lists %v", items)
 	}
 
 	// Keys limited to other lines, or without the scopes, are refused.
 	other := e.key(keyOpts{Lines: []string{mainLine}})
-	if r := e.call("GET", "/v1/webhooks?from="+plainLine, other, nil); r.errCode() != "line_not_accessible" {
-		t.Errorf("restricted list: %d %s", r.status, r.raw)
+	if r := e.call("GET", "/v1/webhooks?from="+plainLine, other, nil); r.ErrCode() != "line_not_accessible" {
+		t.Errorf("restricted list: %d %s", r.Status, r.Raw)
 	}
-	if r := e.call("DELETE", "/v1/webhooks", other, map[string]any{"id": id}); r.status != 404 || r.errCode() != "webhook_not_found" {
-		t.Errorf("restricted delete: %d %s", r.status, r.raw)
+	if r := e.call("DELETE", "/v1/webhooks", other, map[string]any{"id": id}); r.Status != 404 || r.ErrCode() != "webhook_not_found" {
+		t.Errorf("restricted delete: %d %s", r.Status, r.Raw)
 	}
 	readOnly := e.key(keyOpts{Scopes: []string{"webhooks:read"}})
-	if r := e.call("POST", "/v1/webhooks", readOnly, created.body); r.errCode() != "insufficient_scope" {
-		t.Errorf("create without webhooks:write: %d %s", r.status, r.raw)
+	if r := e.call("POST", "/v1/webhooks", readOnly, created.Body); r.ErrCode() != "insufficient_scope" {
+		t.Errorf("create without webhooks:write: %d %s", r.Status, r.Raw)
 	}
 
 	del := e.call("DELETE", "/v1/webhooks", key, map[string]any{"id": id})
-	if del.status != 200 || del.body["id"] != id || del.body["deleted"] != true || del.body["request_id"] == nil {
-		t.Fatalf("delete: %d %s", del.status, del.raw)
+	if del.Status != 200 || del.Body["id"] != id || del.Body["deleted"] != true || del.Body["request_id"] == nil {
+		t.Fatalf("delete: %d %s", del.Status, del.Raw)
 	}
 	for _, c := range []struct {
 		body  any
@@ -593,11 +545,11 @@ func TestWebhookRegistration(t *testing.T) {
 		{map[string]any{"id": "msg_x"}, "invalid_parameter_value", "id"},
 		{"nope", "invalid_json", ""},
 	} {
-		if r := e.call("DELETE", "/v1/webhooks", key, c.body); r.errCode() != c.code || r.errParam() != c.param {
-			t.Errorf("delete %v: %d %s", c.body, r.status, r.raw)
+		if r := e.call("DELETE", "/v1/webhooks", key, c.body); r.ErrCode() != c.code || r.ErrParam() != c.param {
+			t.Errorf("delete %v: %d %s", c.body, r.Status, r.Raw)
 		}
 	}
-	if items := e.call("GET", "/v1/webhooks?from="+plainLine, key, nil).data(); len(items) != 0 {
+	if items := e.call("GET", "/v1/webhooks?from="+plainLine, key, nil).Data(); len(items) != 0 {
 		t.Errorf("deleted webhook still listed: %v", items)
 	}
 }

@@ -3,7 +3,6 @@ package webhook_test
 import (
 	"context"
 	"crypto/x509"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,10 +11,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/apitest"
 	"github.com/blueline-app/blueline/metrics"
 	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/webhook"
@@ -125,61 +124,21 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// request is what a receiver was sent.
-type request struct {
-	header http.Header
-	body   []byte
-	env    struct {
-		Event      string         `json:"event"`
-		DeliveryID string         `json:"delivery_id"`
-		Timestamp  int64          `json:"timestamp"`
-		Data       map[string]any `json:"data"`
-	}
-	sigErr error // the signature check's verdict
-}
-
-// receiver is a real HTTP server that checks each request's signature and
-// answers as answer says (the status for the n-th request, from 1).
-type receiver struct {
-	srv    *httptest.Server
-	secret string
-	answer func(n int, w http.ResponseWriter, r *http.Request) int
-	mu     sync.Mutex
-	got    []request
-}
-
-func newReceiver(t *testing.T, tls bool, answer func(n int, w http.ResponseWriter, r *http.Request) int) *receiver {
-	rc := &receiver{secret: "whsec_" + strconv.FormatInt(time.Now().UnixNano(), 36), answer: answer}
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req request
-		req.header = r.Header.Clone()
-		req.body, _ = io.ReadAll(r.Body)
-		json.Unmarshal(req.body, &req.env)
-		req.sigErr = signature.Verify(rc.secret, req.body, r.Header.Get(signature.HeaderSignature), r.Header.Get(signature.HeaderTimestamp), time.Now())
-		rc.mu.Lock()
-		rc.got = append(rc.got, req)
-		n := len(rc.got)
-		rc.mu.Unlock()
-		status := 204
-		if rc.answer != nil {
-			status = rc.answer(n, w, r)
+// newReceiver starts an apitest.Receiver that checks each request's
+// signature with a secret of its own (rc.Secret()) and answers as answer
+// says (the status for the n-th request, from 1; nil answers 204).
+func newReceiver(t *testing.T, tls bool, answer func(n int, w http.ResponseWriter, r *http.Request) int) *apitest.Receiver {
+	rc := apitest.NewReceiver(t, tls, func(n int, w http.ResponseWriter, r *http.Request) int {
+		status := http.StatusNoContent
+		if answer != nil {
+			status = answer(n, w, r)
 		}
 		w.WriteHeader(status)
 		fmt.Fprintf(w, "answer %d", n) // an excerpt goes into a failed attempt's record
+		return 0
 	})
-	if tls {
-		rc.srv = httptest.NewTLSServer(h)
-	} else {
-		rc.srv = httptest.NewServer(h)
-	}
-	t.Cleanup(rc.srv.Close)
+	rc.SetSecret("whsec_" + strconv.FormatInt(time.Now().UnixNano(), 36))
 	return rc
-}
-
-func (rc *receiver) requests() []request {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return slices.Clone(rc.got)
 }
 
 // loopback lets the dispatcher reach httptest's servers.
@@ -191,31 +150,31 @@ func TestDispatcherDeliversSigned(t *testing.T) {
 	e := newHookEnv(t)
 	rc := newReceiver(t, true, nil)
 	pool := x509.NewCertPool()
-	pool.AddCert(rc.srv.Certificate())
-	hook := e.register(rc.srv.URL+"/hook", rc.secret)
+	pool.AddCert(rc.Server.Certificate())
+	hook := e.register(rc.Server.URL+"/hook", rc.Secret())
 	m := metrics.New(e.db, quiet)
 	e.run(webhook.Options{Policy: webhook.Policy{AllowPrivateNetworks: true}, RootCAs: pool, Metrics: m})
 	msg := e.inbound(alice, "hello hook")
 
-	eventually(t, "one request", func() bool { return len(rc.requests()) == 1 })
-	got := rc.requests()[0]
-	if got.sigErr != nil {
-		t.Fatalf("signature: %v", got.sigErr)
+	eventually(t, "one request", func() bool { return len(rc.Requests()) == 1 })
+	got := rc.Requests()[0]
+	if got.Err != nil {
+		t.Fatalf("signature: %v", got.Err)
 	}
-	if got.env.Event != storage.EventMessageReceived || got.env.Data["text"] != "hello hook" || got.env.Data["id"] != msg.ID ||
-		got.env.Data["line"] != mainLine || got.header.Get(signature.HeaderDeliveryID) != got.env.DeliveryID ||
-		got.header.Get(signature.HeaderTimestamp) != strconv.FormatInt(got.env.Timestamp, 10) ||
-		got.header.Get("Content-Type") != "application/json" || got.header.Get("User-Agent") != "Blueline-Webhooks/1" {
-		t.Fatalf("request %s %v", got.body, got.header)
+	if got.Event() != storage.EventMessageReceived || got.Data()["text"] != "hello hook" || got.Data()["id"] != msg.ID ||
+		got.Data()["line"] != mainLine || got.Header.Get(signature.HeaderDeliveryID) != got.DeliveryID() ||
+		got.Header.Get(signature.HeaderTimestamp) != strconv.FormatInt(got.Timestamp(), 10) ||
+		got.Header.Get("Content-Type") != "application/json" || got.Header.Get("User-Agent") != "Blueline-Webhooks/1" {
+		t.Fatalf("request %s %v", got.Raw, got.Header)
 	}
 	// A request signed with another secret does not verify.
-	if err := signature.Verify("whsec_other", got.body, got.header.Get(signature.HeaderSignature), got.header.Get(signature.HeaderTimestamp), time.Now()); err == nil {
+	if err := signature.Verify("whsec_other", got.Raw, got.Header.Get(signature.HeaderSignature), got.Header.Get(signature.HeaderTimestamp), time.Now()); err == nil {
 		t.Fatal("the signature verifies with another secret")
 	}
 
 	var d storage.Delivery
 	eventually(t, "the delivery recorded as succeeded", func() bool {
-		d, _ = e.db.DeliveryByID(context.Background(), got.env.DeliveryID)
+		d, _ = e.db.DeliveryByID(context.Background(), got.DeliveryID())
 		return d.Status == storage.DeliverySucceeded
 	})
 	if d.Attempts != 1 || d.LastStatus != 204 || d.LastError != "" || d.WebhookID != hook.ID || d.CompletedAt == 0 {
@@ -237,40 +196,24 @@ func TestDispatcherDeliversSigned(t *testing.T) {
 // delivery can be sent again.
 func TestDispatcherRetries(t *testing.T) {
 	e := newHookEnv(t)
-	release := make(chan struct{})
-	rc := newReceiver(t, false, func(n int, w http.ResponseWriter, r *http.Request) int {
-		switch n {
-		case 1:
-			return 500
-		case 2:
-			return 404
-		case 3:
-			// Hang past the timeout: an answer that late is no answer.
-			select {
-			case <-r.Context().Done():
-			case <-release:
-			}
-			return 200
-		}
-		return 204
-	})
-	defer close(release)
-	hook := e.register(rc.srv.URL+"/hook", rc.secret)
+	// The third hangs past the timeout: an answer that late is no answer.
+	rc := newReceiver(t, false, apitest.Answers(t, 500, 404, apitest.Hang))
+	hook := e.register(rc.Server.URL+"/hook", rc.Secret())
 	e.run(webhook.Options{Policy: loopback, Timeout: 300 * time.Millisecond, Schedule: []time.Duration{10 * time.Millisecond, 10 * time.Millisecond, 10 * time.Millisecond, 10 * time.Millisecond}})
 	e.inbound(alice, "retry me")
 
 	eventually(t, "four attempts recorded", func() bool { return len(e.attempts(hook.ID)) == 4 })
-	got := rc.requests()
+	got := rc.Requests()
 	if len(got) != 4 {
 		t.Fatalf("%d requests arrived, want 4", len(got))
 	}
-	id := got[0].env.DeliveryID
+	id := got[0].DeliveryID()
 	var stamps []string
 	for i, g := range got {
-		if g.sigErr != nil || g.env.DeliveryID != id || g.header.Get(signature.HeaderDeliveryID) != id || g.env.Data["text"] != "retry me" {
-			t.Fatalf("attempt %d: %v %s", i+1, g.sigErr, g.body)
+		if g.Err != nil || g.DeliveryID() != id || g.Header.Get(signature.HeaderDeliveryID) != id || g.Data()["text"] != "retry me" {
+			t.Fatalf("attempt %d: %v %s", i+1, g.Err, g.Raw)
 		}
-		stamps = append(stamps, g.header.Get(signature.HeaderTimestamp))
+		stamps = append(stamps, g.Header.Get(signature.HeaderTimestamp))
 	}
 	if uniq := slices.Compact(slices.Clone(stamps)); len(uniq) != 4 {
 		t.Errorf("retries were not signed afresh: timestamps %v", stamps)
@@ -297,9 +240,9 @@ func TestDispatcherRetries(t *testing.T) {
 	if _, err := e.db.Redeliver(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the redelivery", func() bool { return len(rc.requests()) == 5 })
-	if g := rc.requests()[4]; g.env.DeliveryID != id || g.sigErr != nil {
-		t.Fatalf("redelivery: %s (%v)", g.body, g.sigErr)
+	eventually(t, "the redelivery", func() bool { return len(rc.Requests()) == 5 })
+	if g := rc.Requests()[4]; g.DeliveryID() != id || g.Err != nil {
+		t.Fatalf("redelivery: %s (%v)", g.Raw, g.Err)
 	}
 }
 
@@ -307,7 +250,7 @@ func TestDispatcherRetries(t *testing.T) {
 func TestDispatcherGivesUp(t *testing.T) {
 	e := newHookEnv(t)
 	rc := newReceiver(t, false, func(int, http.ResponseWriter, *http.Request) int { return 503 })
-	hook := e.register(rc.srv.URL, rc.secret)
+	hook := e.register(rc.Server.URL, rc.Secret())
 	e.run(webhook.Options{Policy: loopback, Schedule: []time.Duration{5 * time.Millisecond, 5 * time.Millisecond}})
 	e.inbound(alice, "nobody home")
 	var d storage.Delivery
@@ -322,7 +265,7 @@ func TestDispatcherGivesUp(t *testing.T) {
 	if d.Attempts != 3 || d.LastStatus != 503 || d.CompletedAt == 0 {
 		t.Fatalf("delivery %+v", d)
 	}
-	if n := len(rc.requests()); n != 3 {
+	if n := len(rc.Requests()); n != 3 {
 		t.Fatalf("%d requests, want 3", n)
 	}
 	// Still active: it has not failed for DisableAfter (72 hours by default).
@@ -338,10 +281,10 @@ func TestDispatcherRedirectAndDisable(t *testing.T) {
 	e := newHookEnv(t)
 	target := newReceiver(t, false, nil)
 	rc := newReceiver(t, false, func(n int, w http.ResponseWriter, r *http.Request) int {
-		w.Header().Set("Location", target.srv.URL)
+		w.Header().Set("Location", target.Server.URL)
 		return 307
 	})
-	hook := e.register(rc.srv.URL, rc.secret)
+	hook := e.register(rc.Server.URL, rc.Secret())
 	schedule := slices.Repeat([]time.Duration{20 * time.Millisecond}, 20)
 	e.run(webhook.Options{Policy: loopback, Schedule: schedule, DisableAfter: 100 * time.Millisecond})
 	e.inbound(alice, "where do you go")
@@ -354,11 +297,11 @@ func TestDispatcherRedirectAndDisable(t *testing.T) {
 	if h.DisabledAt == 0 || h.DisabledAt-h.FailingSince < 100 {
 		t.Fatalf("webhook %+v", h)
 	}
-	if n := len(target.requests()); n != 0 {
+	if n := len(target.Requests()); n != 0 {
 		t.Errorf("the redirect was followed %d times", n)
 	}
 	as := e.attempts(hook.ID)
-	if len(as) < 2 || as[0].StatusCode != 307 || !strings.Contains(as[0].Error, "redirect") || !strings.Contains(as[0].Error, target.srv.URL) {
+	if len(as) < 2 || as[0].StatusCode != 307 || !strings.Contains(as[0].Error, "redirect") || !strings.Contains(as[0].Error, target.Server.URL) {
 		t.Fatalf("attempts %+v", as)
 	}
 	// Its pending delivery failed with the webhook.
@@ -366,14 +309,14 @@ func TestDispatcherRedirectAndDisable(t *testing.T) {
 		t.Fatalf("delivery of a disabled webhook %+v", d)
 	}
 	// A live webhook on the same line gets the next event; the inactive one not.
-	n := len(rc.requests())
-	e.register(target.srv.URL, target.secret)
+	n := len(rc.Requests())
+	e.register(target.Server.URL, target.Secret())
 	e.inbound(alice, "for the live one")
-	eventually(t, "the live webhook's request", func() bool { return len(target.requests()) == 1 })
-	if g := target.requests()[0]; g.sigErr != nil || g.env.Data["text"] != "for the live one" {
-		t.Fatalf("live webhook got %s (%v)", g.body, g.sigErr)
+	eventually(t, "the live webhook's request", func() bool { return len(target.Requests()) == 1 })
+	if g := target.Requests()[0]; g.Err != nil || g.Data()["text"] != "for the live one" {
+		t.Fatalf("live webhook got %s (%v)", g.Raw, g.Err)
 	}
-	if m := len(rc.requests()); m != n {
+	if m := len(rc.Requests()); m != n {
 		t.Errorf("the inactive webhook got %d more requests", m-n)
 	}
 	if _, err := e.db.Redeliver(context.Background(), as[0].DeliveryID); err != storage.ErrWebhookInactive {
@@ -395,22 +338,22 @@ func TestDispatcherSlowReceiverIsolated(t *testing.T) {
 	})
 	defer close(stuck)
 	fast := newReceiver(t, false, nil)
-	e.register(slow.srv.URL, slow.secret)
-	e.register(fast.srv.URL, fast.secret)
+	e.register(slow.Server.URL, slow.Secret())
+	e.register(fast.Server.URL, fast.Secret())
 	e.run(webhook.Options{Policy: loopback, Timeout: time.Minute})
 	const n = 30
 	for i := range n {
 		e.inbound([]string{alice, bob, carol}[i%3], "msg "+strconv.Itoa(i))
 	}
-	eventually(t, "the fast receiver got every event", func() bool { return len(fast.requests()) == n })
+	eventually(t, "the fast receiver got every event", func() bool { return len(fast.Requests()) == n })
 	// The slow one holds at most one request per lane (4 by default).
-	if s := len(slow.requests()); s > 4 {
+	if s := len(slow.Requests()); s > 4 {
 		t.Errorf("the slow receiver has %d requests under way", s)
 	}
 	// Each chat's events reached the fast receiver in order.
 	next := map[string]int{}
-	for _, g := range fast.requests() {
-		i, _ := strconv.Atoi(strings.TrimPrefix(g.env.Data["text"].(string), "msg "))
+	for _, g := range fast.Requests() {
+		i, _ := strconv.Atoi(strings.TrimPrefix(g.Data()["text"].(string), "msg "))
 		who := i % 3
 		if i/3 != next[strconv.Itoa(who)] {
 			t.Fatalf("chat %d: got msg %d out of order", who, i)

@@ -23,20 +23,20 @@ func TestTesterSendsSigned(t *testing.T) {
 		return 200
 	})
 	roots := x509.NewCertPool()
-	roots.AddCert(rc.srv.Certificate())
+	roots.AddCert(rc.Server.Certificate())
 	tester := webhook.NewTester(webhook.Options{Policy: loopback, RootCAs: roots, Timeout: 100 * time.Millisecond})
-	hook := storage.Webhook{ID: "wh_test", URL: rc.srv.URL + "/hook", Secret: rc.secret, Events: []string{storage.EventMessageReceived}}
+	hook := storage.Webhook{ID: "wh_test", URL: rc.Server.URL + "/hook", Secret: rc.Secret(), Events: []string{storage.EventMessageReceived}}
 
 	res := tester.Send(context.Background(), hook, storage.EventMessageReceived, map[string]string{"id": "msg_test_1"})
-	got := rc.requests()
+	got := rc.Requests()
 	if len(got) != 1 {
 		t.Fatalf("%d requests, want 1", len(got))
 	}
 	req := got[0]
-	if req.sigErr != nil || req.header.Get(signature.HeaderDeliveryID) != res.DeliveryID || !strings.HasPrefix(res.DeliveryID, "dlv_test_") ||
-		req.header.Get("User-Agent") != "Blueline-Webhooks/1" || !strings.Contains(string(req.body), `"test":true`) ||
-		!strings.Contains(string(req.body), `"event":"message.received"`) {
-		t.Errorf("test request (signature: %v): %v %s", req.sigErr, req.header, req.body)
+	if req.Err != nil || req.Header.Get(signature.HeaderDeliveryID) != res.DeliveryID || !strings.HasPrefix(res.DeliveryID, "dlv_test_") ||
+		req.Header.Get("User-Agent") != "Blueline-Webhooks/1" || !strings.Contains(string(req.Raw), `"test":true`) ||
+		!strings.Contains(string(req.Raw), `"event":"message.received"`) {
+		t.Errorf("test request (signature: %v): %v %s", req.Err, req.Header, req.Raw)
 	}
 	if res.StatusCode != 200 || res.Error != "" || res.Body != "answer 1" || res.Event != storage.EventMessageReceived {
 		t.Errorf("result %+v", res)
@@ -51,8 +51,8 @@ func TestTesterSendsSigned(t *testing.T) {
 	// Loopback is refused unless private networks are allowed.
 	strict := webhook.NewTester(webhook.Options{Policy: webhook.Policy{AllowHTTP: true}, RootCAs: roots})
 	res = strict.Send(context.Background(), hook, storage.EventMessageReceived, nil)
-	if res.StatusCode != 0 || !strings.Contains(res.Error, "127.0.0.1 is not a public address") || len(rc.requests()) != 2 {
-		t.Errorf("policy: %+v, %d requests", res, len(rc.requests()))
+	if res.StatusCode != 0 || !strings.Contains(res.Error, "127.0.0.1 is not a public address") || len(rc.Requests()) != 2 {
+		t.Errorf("policy: %+v, %d requests", res, len(rc.Requests()))
 	}
 }
 
@@ -63,7 +63,7 @@ func TestTesterTimeout(t *testing.T) {
 		return 200
 	})
 	tester := webhook.NewTester(webhook.Options{Policy: loopback, Timeout: 50 * time.Millisecond})
-	hook := storage.Webhook{ID: "wh_test", URL: rc.srv.URL, Secret: rc.secret}
+	hook := storage.Webhook{ID: "wh_test", URL: rc.Server.URL, Secret: rc.Secret()}
 	if res := tester.Send(context.Background(), hook, storage.EventMessageSent, nil); res.StatusCode != 0 || res.Error != "no answer within 50ms" {
 		t.Errorf("slow receiver: %+v", res)
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/blueline-app/blueline/bridge"
+	"github.com/blueline-app/blueline/testkit"
 )
 
 // testGuard bounds every wait in these tests; it is a failure, never
@@ -517,24 +518,6 @@ func TestHelperConnectedLifecycle(t *testing.T) {
 	}
 }
 
-// syncBuffer collects a logger's output from the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 var helperPing = map[string]any{"event": "ping", "message": "Helper Connected!", "process": "com.apple.MobileSMS"}
 
 // noEvent fails if an event is waiting.
@@ -551,7 +534,7 @@ func noEvent(t *testing.T, h *HelperServer) {
 // connected and open, is refused: the connected helper keeps its place and
 // its requests.
 func TestHelperSecondConnectionRefused(t *testing.T) {
-	var logs syncBuffer
+	var logs testkit.LogBuffer
 	h := newCheckedTestHelper(t, acceptAll, slog.New(slog.NewTextHandler(&logs, nil)))
 	h.mu.Lock()
 	h.replaceWait = 0
@@ -687,7 +670,7 @@ func TestHelperPeerCheck(t *testing.T) {
 		{"lsof failing", lsofAnswers{uid: uid, program: messagesExecutables[0], failProgram: true}, "lsof: exit status 2"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var logs syncBuffer
+			var logs testkit.LogBuffer
 			lsof := &fakeLsof{t: t, pid: 4242, lsofAnswers: tt.lsof}
 			h := newCheckedTestHelper(t, messagesPeer{uid: uid, lsof: lsof.run}, slog.New(slog.NewTextHandler(&logs, nil)))
 			lsof.setServer(h.Addr())

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/blueline-app/blueline/testkit"
 )
 
 // On Linux a connection to the helper's port must come from the daemon's
@@ -148,7 +150,7 @@ func startAsNobody(t *testing.T, run string, env ...string) (*exec.Cmd, *bytes.B
 // A fake helper in a process of another user, dialling the port the daemon
 // listens on with the check it really uses: closed unread.
 func TestHelperRefusesAnotherUsersProcess(t *testing.T) {
-	var logs syncBuffer
+	var logs testkit.LogBuffer
 	h, err := ListenHelper(t.Context(), 0, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package daemon
+package server
 
 import (
 	"net"
@@ -36,7 +36,7 @@ func TestListenError(t *testing.T) {
 		{"127.0.0.1:8080", denied("127.0.0.1:8080"), []string{"listen on 127.0.0.1:8080: permission denied: this user may not listen there"}, []string{"below 1024"}},
 	}
 	for _, c := range cases {
-		msg := listenError("[server] listen", c.address, c.err).Error()
+		msg := ListenError("[server] listen", c.address, c.err).Error()
 		if strings.Count(msg, c.address) != 1 {
 			t.Errorf("%s: the address is not named once: %q", c.address, msg)
 		}
@@ -49,6 +49,28 @@ func TestListenError(t *testing.T) {
 			if strings.Contains(msg, w) {
 				t.Errorf("%q contains %q", msg, w)
 			}
+		}
+	}
+}
+
+// The TLS listeners' errors name their own settings, with the same hints.
+func TestListenTLSNamesItsSetting(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	addr := taken.Addr().String()
+	for _, c := range []struct {
+		setting string
+		opts    TLSOptions
+	}{
+		{"[tls] https_listen", TLSOptions{Domains: []string{"x.test"}, HTTPSListen: addr, HTTPListen: "127.0.0.1:0"}},
+		{"[tls] http_listen", TLSOptions{Domains: []string{"x.test"}, HTTPSListen: "127.0.0.1:0", HTTPListen: addr}},
+	} {
+		_, err := ListenTLS(c.opts, nil)
+		if err == nil || !strings.Contains(err.Error(), "listen on "+addr+": address already in use") || !strings.Contains(err.Error(), "set "+c.setting+" to another port") {
+			t.Errorf("%s taken: %v", c.setting, err)
 		}
 	}
 }
