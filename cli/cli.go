@@ -139,6 +139,7 @@ simulated sandbox line and one simulated line with advanced features.`,
 		a.simCommand(),
 		a.sandboxCommand(),
 		a.webhooksCommand(),
+		a.dashboardCommand(),
 		a.backupCommand(),
 		a.restoreCommand(),
 	)

@@ -42,7 +42,7 @@ func serve(ctx context.Context, cfgPath string, build Build, stderr io.Writer) e
 		return err
 	}
 	log := newLogger(cfg.Log, stderr)
-	d, err := daemon.Start(ctx, cfg, log)
+	d, err := daemon.Start(ctx, cfg, log, daemon.WithVersion(build.Version))
 	if err != nil {
 		return err
 	}

@@ -22,19 +22,32 @@ import (
 
 // Config is the whole daemon configuration.
 type Config struct {
-	Path     string   `toml:"-"` // file it was read from; "" for the embedded default
-	Server   Server   `toml:"server"`
-	Storage  Storage  `toml:"storage"`
-	Lines    []Line   `toml:"lines"`
-	Sandbox  Sandbox  `toml:"sandbox"`
-	Limits   Limits   `toml:"limits"`
-	Files    Files    `toml:"files"`
-	Webhooks Webhooks `toml:"webhooks"`
-	Delivery Delivery `toml:"delivery"`
-	Sim      Sim      `toml:"sim"`
-	Log      Log      `toml:"log"`
-	TLS      TLS      `toml:"tls"`
+	Path      string    `toml:"-"` // file it was read from; "" for the embedded default
+	Server    Server    `toml:"server"`
+	Storage   Storage   `toml:"storage"`
+	Lines     []Line    `toml:"lines"`
+	Sandbox   Sandbox   `toml:"sandbox"`
+	Limits    Limits    `toml:"limits"`
+	Files     Files     `toml:"files"`
+	Webhooks  Webhooks  `toml:"webhooks"`
+	Delivery  Delivery  `toml:"delivery"`
+	Sim       Sim       `toml:"sim"`
+	Log       Log       `toml:"log"`
+	TLS       TLS       `toml:"tls"`
+	Dashboard Dashboard `toml:"dashboard"`
 }
+
+// Dashboard is the web console served under /dashboard/ on the API
+// listener.
+type Dashboard struct {
+	// Enabled is a pointer because the default is true.
+	Enabled *bool `toml:"enabled"`
+	// SessionTTL is how long a sign-in lasts.
+	SessionTTL Duration `toml:"session_ttl"`
+}
+
+// On reports whether the dashboard is served.
+func (d Dashboard) On() bool { return d.Enabled == nil || *d.Enabled }
 
 // Server is where the HTTP API listens and how it is reached from outside.
 type Server struct {
@@ -319,8 +332,9 @@ func defaults() *Config {
 			RetryBase:   Duration{time.Second},
 			RetryMax:    Duration{5 * time.Minute},
 		},
-		Log: Log{Level: "info", Format: "text"},
-		TLS: TLS{CA: "production", HTTPListen: ":80", HTTPSListen: ":443"},
+		Log:       Log{Level: "info", Format: "text"},
+		TLS:       TLS{CA: "production", HTTPListen: ":80", HTTPSListen: ":443"},
+		Dashboard: Dashboard{SessionTTL: Duration{12 * time.Hour}},
 	}
 }
 

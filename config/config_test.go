@@ -191,8 +191,8 @@ func TestLoadErrors(t *testing.T) {
 		},
 		{
 			name: "unknown table",
-			doc:  "[dashboard]\nurl = \"http://x\"\n" + oneLine,
-			want: []string{`:1: unknown key "dashboard"`},
+			doc:  "[dashbord]\nurl = \"http://x\"\n" + oneLine,
+			want: []string{`:1: unknown key "dashbord"`},
 		},
 		{
 			name: "syntax error",

@@ -44,6 +44,9 @@ func (c *Config) check(file string) error {
 	oneOf(k, "log.level", c.Log.Level, "debug", "info", "warn", "error")
 	oneOf(k, "log.format", c.Log.Format, "text", "json")
 	c.checkTLS(k)
+	if d := c.Dashboard.SessionTTL.Duration; d < 5*time.Minute || d > 30*24*time.Hour {
+		k.failf("dashboard.session_ttl", "must be from 5m to 720h (30 days), got %s", c.Dashboard.SessionTTL)
+	}
 	return errors.Join(k.errs...)
 }
 

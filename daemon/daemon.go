@@ -22,11 +22,14 @@ import (
 	"time"
 
 	"github.com/blueline-app/blueline/bridge"
+	"github.com/blueline-app/blueline/bridge/messages"
 	"github.com/blueline-app/blueline/bridge/sim"
 	"github.com/blueline-app/blueline/config"
+	"github.com/blueline-app/blueline/console"
 	"github.com/blueline-app/blueline/delivery"
 	"github.com/blueline-app/blueline/files"
 	"github.com/blueline-app/blueline/metrics"
+	"github.com/blueline-app/blueline/purge"
 	"github.com/blueline-app/blueline/server"
 	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/webhook"
@@ -56,7 +59,12 @@ type Daemon struct {
 // Start opens the database in cfg's data folder, binds the API (port 0
 // picks a free one: see Addr) and the admin socket, and starts serving and
 // working. ctx bounds the start only: the daemon runs until Shutdown.
-func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Daemon, err error) {
+func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Option) (_ *Daemon, err error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	started := time.Now()
 	lines := configuredLines(cfg)
 	db, err := storage.Open(cfg.DataDir())
 	if err != nil {
@@ -121,11 +129,8 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Daemon
 		for _, l := range lines {
 			up := bridgeUp[bridges[l.ID]]
 			c := server.Check{Name: "line " + l.Handle, OK: up != nil && up.Load(), Reason: "its " + l.Bridge + " bridge stopped (see the log)"}
-			if a, ok := bridges[l.ID].(interface{ Advanced() bool }); ok {
-				c.Info = "advanced features: helper not connected"
-				if a.Advanced() {
-					c.Info = "advanced features: helper connected"
-				}
+			if h, ok := bridges[l.ID].(interface{ Health() messages.Health }); ok {
+				c.Info = h.Health().String()
 			}
 			checks = append(checks, c)
 		}
@@ -140,7 +145,22 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Daemon
 		Lanes: cfg.Webhooks.Concurrency, Policy: policy, RootCAs: roots, Retention: cfg.Webhooks.Retention.Duration,
 		Metrics: mtr,
 	}
-	srv := server.New(db, receiver, store, server.Options{
+	var con *console.Console
+	if cfg.Dashboard.On() {
+		conOpts := console.Options{
+			DB: db, Log: log, BaseURL: bound.PublicBaseURL(), SessionTTL: cfg.Dashboard.SessionTTL.Duration,
+			Version: o.version, Started: started, Health: ready,
+		}
+		if apiLn.tls != nil {
+			conOpts.TLS = apiLn.tls.State
+		}
+		con, err = console.New(conOpts)
+		if err != nil {
+			apiLn.Close()
+			return nil, err
+		}
+	}
+	srvOpts := server.Options{
 		RequestsPerHour: cfg.Limits.RequestsPerHour,
 		MaxBodyBytes:    cfg.Limits.MaxBodyBytes,
 		MaxAttempts:     cfg.Delivery.MaxAttempts,
@@ -151,7 +171,11 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Daemon
 		Ready:           ready,
 		Metrics:         mtr,
 		BodyIdleTimeout: cfg.Limits.BodyIdleTimeout.Duration,
-	}, log)
+	}
+	if con != nil {
+		srvOpts.Dashboard = con
+	}
+	srv := server.New(db, receiver, store, srvOpts, log)
 	adminLn, err := server.ListenAdmin(cfg.DataDir())
 	if err != nil {
 		apiLn.Close()
@@ -178,6 +202,12 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Daemon
 		},
 		admin:    &http.Server{Handler: srv.AdminHandler(), ReadHeaderTimeout: 10 * time.Second},
 		finished: make(chan struct{}),
+	}
+	if con != nil {
+		// The console acts through the API's and the admin socket's own
+		// handlers; its live streams end when the API shuts down.
+		con.Connect(srv.Handler(), srv.AdminHandler())
+		d.api.RegisterOnShutdown(con.Close)
 	}
 	workerCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	d.stop = stop
@@ -215,6 +245,18 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Daemon
 			}
 		})
 	}
+	// What is kept only for a while: the event log (as long as webhook
+	// deliveries), and the console's expired sign-ins.
+	running.Go(func() {
+		purge.Every(workerCtx, time.Hour, log, "events", func(ctx context.Context) (int, error) {
+			return db.PurgeEvents(ctx, time.Now().Add(-cfg.Webhooks.Retention.Duration).UnixMilli())
+		})
+	})
+	running.Go(func() {
+		purge.Every(workerCtx, time.Hour, log, "expired dashboard sign-ins", func(ctx context.Context) (int, error) {
+			return db.PurgeConsole(ctx, time.Now().UnixMilli())
+		})
+	})
 	go func() {
 		running.Wait()
 		close(d.finished)
@@ -255,6 +297,16 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	closeBridges(d.bridges)
 	return errors.Join(err, d.db.Close())
 }
+
+// Option adjusts how Start builds a daemon.
+type Option func(*options)
+
+type options struct {
+	version string
+}
+
+// WithVersion is the binary's version, which the console shows.
+func WithVersion(v string) Option { return func(o *options) { o.version = v } }
 
 // Addr is the address the API listens on (HTTPS when [tls] is on).
 func (d *Daemon) Addr() net.Addr { return d.apiAddr }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/blueline-app/blueline/api"
 	"io"
 	"io/fs"
 	"net/http"
@@ -46,15 +47,20 @@ type KeyRequest struct {
 type KeyInfo struct {
 	ID        string   `json:"id"`
 	Secret    string   `json:"key,omitempty"`
+	Hint      string   `json:"hint"` // sk_live_…wXyZ; "" for keys made before hints
 	Label     string   `json:"label"`
 	Scopes    []string `json:"scopes"`
 	Lines     []string `json:"lines"` // handles
 	Owner     string   `json:"owner"`
 	CreatedAt int64    `json:"created_at"`
+	// LastUsedAt is when the key last made a request, to the minute; 0
+	// for never.
+	LastUsedAt int64 `json:"last_used_at"`
 }
 
 func (s *Server) keyInfo(k storage.Key) KeyInfo {
-	info := KeyInfo{ID: k.ID, Label: k.Label, Scopes: k.Scopes, Lines: []string{}, Owner: k.Owner, CreatedAt: k.CreatedAt}
+	info := KeyInfo{ID: k.ID, Hint: k.Hint, Label: k.Label, Scopes: k.Scopes, Lines: []string{}, Owner: k.Owner, CreatedAt: k.CreatedAt,
+		LastUsedAt: k.LastUsedAt}
 	for _, id := range k.LineIDs {
 		if l, ok := s.db.LineByID(id); ok {
 			info.Lines = append(info.Lines, l.Handle)
@@ -105,7 +111,7 @@ func (s *Server) adminCreateKey(w http.ResponseWriter, r *http.Request) error {
 	}
 	secret, hash := newKeySecret()
 	k := storage.Key{ID: storage.NewID("key_"), Label: req.Label, Scopes: scopes, LineIDs: lineIDs,
-		Owner: req.Owner, Hash: hash, CreatedAt: time.Now().UnixMilli()}
+		Owner: req.Owner, Hint: keyPrefix + "…" + secret[len(secret)-4:], Hash: hash, CreatedAt: time.Now().UnixMilli()}
 	if err := s.db.CreateKey(r.Context(), k); err != nil {
 		return err
 	}
@@ -368,7 +374,7 @@ func (s *Server) adminSimTyping(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, apiIndicator(ind))
+	writeJSON(w, http.StatusCreated, api.Indicator(ind))
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -39,6 +40,8 @@ type apiEnv struct {
 	recv  *delivery.Receiver
 	base  string
 	lines map[string]storage.Line // by handle
+	// handler is the API's handler, for requests made in process.
+	handler http.Handler
 }
 
 // defaultOptions are the daemon's defaults, with the test configuration's
@@ -77,7 +80,7 @@ func newAPI(t testing.TB, opts server.Options) *apiEnv {
 	ts.Config.Handler = srv.Handler()
 	ts.Start()
 	t.Cleanup(ts.Close)
-	env := &apiEnv{t: t, db: db, recv: recv, base: ts.URL, lines: map[string]storage.Line{}}
+	env := &apiEnv{t: t, db: db, recv: recv, base: ts.URL, lines: map[string]storage.Line{}, handler: ts.Config.Handler}
 	for _, l := range lines {
 		env.lines[l.Handle] = l
 	}

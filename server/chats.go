@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"github.com/blueline-app/blueline/api"
 	"net/http"
 
 	"github.com/blueline-app/blueline/storage"
@@ -35,7 +36,7 @@ func (s *Server) listChats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]apiChat, len(chats))
+	out := make([]api.Chat, len(chats))
 	for i, c := range chats {
 		out[i] = toAPIChat(c)
 	}

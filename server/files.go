@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/blueline-app/blueline/api"
 	"io"
 	"net/http"
 	"net/url"
@@ -26,8 +27,8 @@ type FileStore interface {
 	Serve(w http.ResponseWriter, r *http.Request, f storage.File) error
 }
 
-func (s *Server) toAPIFile(f storage.File, requestID string) apiFile {
-	return apiFile{ID: f.ID, URL: s.files.URL(f.ID, s.now()), Filename: nonEmpty(f.Filename), MimeType: f.MimeType,
+func (s *Server) toAPIFile(f storage.File, requestID string) api.File {
+	return api.File{ID: f.ID, URL: s.files.URL(f.ID, s.now()), Filename: nonEmpty(f.Filename), MimeType: f.MimeType,
 		Size: f.Size, RequestID: requestID}
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/blueline-app/blueline/api"
 	"net/http"
 	"slices"
 )
@@ -10,7 +11,7 @@ import (
 // cursor.
 func (s *Server) listLines(w http.ResponseWriter, r *http.Request) error {
 	key := apiKey(r.Context())
-	var out []apiLine
+	var out []api.Line
 	for _, l := range s.db.Lines() {
 		if l.IsSandbox || len(key.LineIDs) == 0 || slices.Contains(key.LineIDs, l.ID) {
 			out = append(out, s.toAPILine(l))

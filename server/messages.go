@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/blueline-app/blueline/api"
 	"net/http"
 	"strings"
 	"time"
@@ -35,7 +36,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	out := make([]apiMessage, len(msgs))
+	out := make([]api.Message, len(msgs))
 	for i, m := range msgs {
 		out[i] = s.toAPIMessage(m)
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"github.com/blueline-app/blueline/api"
 	"net/http"
 	"slices"
 	"strings"
@@ -91,7 +92,7 @@ func (s *Server) listReactions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]apiReaction, len(recs))
+	out := make([]api.Reaction, len(recs))
 	for i, rec := range recs {
 		out[i] = toAPIReaction(rec)
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/blueline-app/blueline/api"
 	"net/http"
 
 	"github.com/blueline-app/blueline/storage"
@@ -36,14 +37,14 @@ func (s *Server) listReceipts(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := []apiReceipt{}
+	out := []api.Receipt{}
 	if tgt.found {
 		recs, err := s.db.Receipts(r.Context(), tgt.chat.ID)
 		if err != nil {
 			return err
 		}
 		for _, rec := range recs {
-			out = append(out, apiReceipt(rec))
+			out = append(out, api.Receipt(rec))
 		}
 	}
 	writeJSON(w, http.StatusOK, newList(r.Context(), out, nil))

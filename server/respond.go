@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/blueline-app/blueline/api"
 	"net/http"
 
 	"github.com/blueline-app/blueline/storage"
@@ -37,17 +38,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Write(buf.Bytes())
 }
 
-// list is the spec's list envelope.
-type list[T any] struct {
-	Data       []T     `json:"data"`
-	HasMore    bool    `json:"has_more"`
-	NextCursor *string `json:"next_cursor"`
-	RequestID  string  `json:"request_id"`
-}
-
-func newList[T any](ctx context.Context, data []T, next *string) list[T] {
+func newList[T any](ctx context.Context, data []T, next *string) api.List[T] {
 	if data == nil {
 		data = []T{}
 	}
-	return list[T]{Data: data, HasMore: next != nil, NextCursor: next, RequestID: requestID(ctx)}
+	return api.List[T]{Data: data, HasMore: next != nil, NextCursor: next, RequestID: requestID(ctx)}
 }

@@ -61,6 +61,10 @@ func (s *Server) adminRoutes(r *httprouter.Router) {
 	r.GET("/webhooks/attempts", s.handle(s.adminAttempts))
 	r.POST("/webhooks/redeliver", s.handle(s.adminRedeliver))
 	r.POST("/webhooks/test", s.handle(s.adminTestWebhook))
+	r.POST("/dashboard/link", s.handle(s.adminDashboardLink))
+	r.POST("/dashboard/password", s.handle(s.adminDashboardPassword))
+	r.GET("/dashboard/sessions", s.handle(s.adminDashboardSessions))
+	r.POST("/dashboard/sessions/end", s.handle(s.adminDashboardSignOut))
 	r.GET("/backup", s.adminBackup)
 	if s.opts.Metrics != nil {
 		r.Handler(http.MethodGet, "/metrics", s.opts.Metrics.Handler())

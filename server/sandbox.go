@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"github.com/blueline-app/blueline/api"
 	"net/http"
 	"slices"
 	"strings"
@@ -22,26 +23,9 @@ const (
 	sandboxActive  = "active"
 )
 
-type apiSandbox struct {
-	Status            string       `json:"status"`
-	ActivationCode    *string      `json:"activation_code"`
-	SandboxLineHandle string       `json:"sandbox_line_handle"`
-	ContactIdentifier *string      `json:"contact_identifier"`
-	ActivatedAt       *int64       `json:"activated_at"`
-	Usage             sandboxUsage `json:"usage"`
-	RequestID         string       `json:"request_id,omitempty"`
-}
-
-type sandboxUsage struct {
-	Used      int   `json:"used"`
-	Limit     int   `json:"limit"`
-	Remaining int   `json:"remaining"`
-	ResetsAt  int64 `json:"resets_at"`
-}
-
-func (s *Server) toAPISandbox(ctx context.Context, line storage.Line, st storage.SandboxState, started bool) (apiSandbox, error) {
+func (s *Server) toAPISandbox(ctx context.Context, line storage.Line, st storage.SandboxState, started bool) (api.Sandbox, error) {
 	now := s.now().UTC()
-	out := apiSandbox{Status: sandboxMissing, SandboxLineHandle: line.Handle, RequestID: requestID(ctx)}
+	out := api.Sandbox{Status: sandboxMissing, SandboxLineHandle: line.Handle, RequestID: requestID(ctx)}
 	if started {
 		out.Status, out.ActivationCode = sandboxPending, &st.ActivationCode
 		if st.Activated {
@@ -56,7 +40,7 @@ func (s *Server) toAPISandbox(ctx context.Context, line storage.Line, st storage
 			return out, err
 		}
 	}
-	out.Usage = sandboxUsage{Used: used, Limit: s.opts.SandboxQuota, Remaining: max(0, s.opts.SandboxQuota-used),
+	out.Usage = api.SandboxUsage{Used: used, Limit: s.opts.SandboxQuota, Remaining: max(0, s.opts.SandboxQuota-used),
 		ResetsAt: now.Truncate(24 * time.Hour).Add(24 * time.Hour).UnixMilli()}
 	return out, nil
 }
@@ -126,7 +110,7 @@ func (s *Server) sandboxChatVisible(ctx context.Context, line storage.Line, c st
 // SandboxOwnerInfo is one owner's sandbox in `blueline sandbox`.
 type SandboxOwnerInfo struct {
 	Owner string `json:"owner"`
-	apiSandbox
+	api.Sandbox
 }
 
 // SandboxInfo is what `blueline sandbox` prints: every owner's sandbox, the
@@ -174,7 +158,7 @@ func (s *Server) adminSandbox(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		out.RequestID = ""
-		info.Owners = append(info.Owners, SandboxOwnerInfo{Owner: o, apiSandbox: out})
+		info.Owners = append(info.Owners, SandboxOwnerInfo{Owner: o, Sandbox: out})
 	}
 	writeJSON(w, http.StatusOK, info)
 	return nil
@@ -205,6 +189,6 @@ func (s *Server) adminStartSandbox(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	out.RequestID = ""
-	writeJSON(w, http.StatusOK, SandboxOwnerInfo{Owner: owner, apiSandbox: out})
+	writeJSON(w, http.StatusOK, SandboxOwnerInfo{Owner: owner, Sandbox: out})
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -48,6 +49,9 @@ type Options struct {
 	// BodyIdleTimeout cuts off a request body that stops arriving for
 	// that long (see BodyIdleTimeout); 0 never does.
 	BodyIdleTimeout time.Duration
+	// Dashboard is served under /dashboard/ on the API listener; nil
+	// serves none.
+	Dashboard Dashboard
 }
 
 // Server serves the API.
@@ -58,6 +62,7 @@ type Server struct {
 	opts    Options
 	log     *slog.Logger
 	limiter *limiter
+	keyUse  *keyUse
 	now     func() time.Time
 }
 
@@ -66,7 +71,8 @@ func New(db *storage.DB, inbound InboundRecorder, files FileStore, opts Options,
 	if opts.Advanced == nil {
 		opts.Advanced = func(l storage.Line) bool { return l.AdvancedFeatures }
 	}
-	return &Server{db: db, inbound: inbound, files: files, opts: opts, log: log, limiter: newLimiter(opts.RequestsPerHour), now: time.Now}
+	return &Server{db: db, inbound: inbound, files: files, opts: opts, log: log, limiter: newLimiter(opts.RequestsPerHour),
+		keyUse: &keyUse{db: db, last: map[string]time.Time{}}, now: time.Now}
 }
 
 // apiHandler handles an authenticated request; an error it returns is
@@ -90,9 +96,21 @@ func (s *Server) Handler() http.Handler {
 		writeError(w, r, s.log, fmt.Errorf("panic: %v", v))
 	}
 	s.routes(patternRouter{router})
+	var h http.Handler = cors(router)
+	if s.opts.Dashboard != nil {
+		// The console is for browsers with a session cookie: no CORS.
+		api, dashboard := h, s.opts.Dashboard
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/dashboard" || strings.HasPrefix(r.URL.Path, "/dashboard/") {
+				dashboard.ServeHTTP(w, r)
+				return
+			}
+			api.ServeHTTP(w, r)
+		})
+	}
 	// Inside withRequestID, so that a body cut off is logged and counted
 	// as the 408 it is answered with.
-	return s.withRequestID(BodyIdleTimeout(cors(router), s.opts.BodyIdleTimeout, s.log), s.opts.Metrics)
+	return s.withRequestID(BodyIdleTimeout(h, s.opts.BodyIdleTimeout, s.log), s.opts.Metrics)
 }
 
 // api wraps a handler with authentication, the rate limit and a scope check.
@@ -113,11 +131,15 @@ func (s *Server) handle(h apiHandler) httprouter.Handle {
 }
 
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, scope string, h apiHandler) error {
-	key, err := s.authenticate(r)
-	if err != nil {
-		return err
+	key, inProcess := inProcessCaller(r.Context())
+	if !inProcess {
+		var err error
+		if key, err = s.authenticate(r); err != nil {
+			return err
+		}
+		s.keyUse.touch(r.Context(), key, s.now())
 	}
-	if ok, wait := s.limiter.allow(key.ID, s.now()); !ok {
+	if ok, wait := s.limiter.allow(key.ID, s.now()); !inProcess && !ok {
 		return &Error{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: "rate_limit_exceeded",
 			Message:    fmt.Sprintf("This API key made more than %d requests in the last hour.", s.opts.RequestsPerHour),
 			RetryAfter: retrySeconds(wait)}

@@ -350,3 +350,23 @@ func slogAttrs(fields []zapcore.Field) []slog.Attr {
 	}
 	return attrs
 }
+
+// State says, for the console, which certificate each domain is served
+// with: until when it is valid, or that none is held yet.
+func (t *TLS) State() string {
+	var parts []string
+	for _, d := range t.opts.Domains {
+		var until time.Time
+		for _, c := range t.cache.AllMatchingCertificates(d) {
+			if c.Leaf != nil && c.Leaf.NotAfter.After(until) {
+				until = c.Leaf.NotAfter
+			}
+		}
+		if until.IsZero() {
+			parts = append(parts, d+": no certificate yet")
+		} else {
+			parts = append(parts, d+": certificate valid until "+until.UTC().Format("2006-01-02 15:04 UTC"))
+		}
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/blueline-app/blueline/api"
 	"net/http"
 
 	"github.com/blueline-app/blueline/storage"
@@ -50,10 +51,10 @@ func (s *Server) listTyping(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := []apiIndicator{}
+	out := []api.Indicator{}
 	if tgt.found {
 		for _, ind := range s.db.TypingIndicators(tgt.chat.ID, s.now()) {
-			out = append(out, apiIndicator(ind))
+			out = append(out, api.Indicator(ind))
 		}
 	}
 	writeJSON(w, http.StatusOK, newList(r.Context(), out, nil))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/blueline-app/blueline/api"
 	"net/http"
 	"slices"
 	"strings"
@@ -13,19 +14,8 @@ import (
 	"github.com/blueline-app/blueline/webhook"
 )
 
-type apiWebhook struct {
-	ID        string   `json:"id"`
-	LineIDs   []string `json:"line_ids"`
-	URL       string   `json:"url"`
-	Events    []string `json:"events"`
-	Secret    string   `json:"secret"`
-	IsActive  bool     `json:"is_active"`
-	CreatedAt int64    `json:"created_at"`
-	RequestID string   `json:"request_id,omitempty"`
-}
-
-func toAPIWebhook(w storage.Webhook, requestID string) apiWebhook {
-	return apiWebhook{ID: w.ID, LineIDs: []string{w.LineID}, URL: w.URL, Events: w.Events, Secret: w.Secret,
+func toAPIWebhook(w storage.Webhook, requestID string) api.Webhook {
+	return api.Webhook{ID: w.ID, LineIDs: []string{w.LineID}, URL: w.URL, Events: w.Events, Secret: w.Secret,
 		IsActive: w.IsActive, CreatedAt: w.CreatedAt, RequestID: requestID}
 }
 
@@ -112,7 +102,7 @@ func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := []apiWebhook{}
+	out := []api.Webhook{}
 	for _, h := range hooks {
 		if h.IsActive {
 			out = append(out, toAPIWebhook(h, ""))
@@ -176,20 +166,20 @@ func (s *Server) visibleWebhooks(ctx context.Context, line storage.Line) ([]stor
 // handle.
 type (
 	messageEventData struct {
-		apiMessage
+		api.Message
 		LineHandle string `json:"line_handle"`
 	}
 	reactionEventData struct {
-		apiReaction
+		api.Reaction
 		LineHandle string `json:"line_handle"`
 	}
 	receiptEventData struct {
-		apiReceipt
+		api.Receipt
 		LineHandle string `json:"line_handle"`
 	}
 	// chatEventData is a chat as a change left it, with the change.
 	chatEventData struct {
-		apiChat
+		api.Chat
 		ChatID     string        `json:"chat_id"`
 		Change     apiChatChange `json:"change"`
 		LineHandle string        `json:"line_handle"`
@@ -212,7 +202,7 @@ func (s *Server) EventData(d storage.Delivery, lineHandle string) (any, error) {
 	case d.Reaction != nil:
 		return reactionEventData{toAPIReaction(*d.Reaction), lineHandle}, nil
 	case d.Receipt != nil:
-		return receiptEventData{apiReceipt(*d.Receipt), lineHandle}, nil
+		return receiptEventData{api.Receipt(*d.Receipt), lineHandle}, nil
 	case d.ChatUpdate != nil:
 		return toChatEventData(*d.ChatUpdate, lineHandle), nil
 	}
@@ -222,7 +212,7 @@ func (s *Server) EventData(d storage.Delivery, lineHandle string) (any, error) {
 // toChatEventData is a chat.updated event's data; `blueline sim group`
 // prints the same.
 func toChatEventData(u storage.ChatUpdate, lineHandle string) chatEventData {
-	return chatEventData{apiChat: toAPIChat(u.Chat), ChatID: u.Chat.ID, LineHandle: lineHandle, Change: apiChatChange{
+	return chatEventData{Chat: toAPIChat(u.Chat), ChatID: u.Chat.ID, LineHandle: lineHandle, Change: apiChatChange{
 		Action: u.Action, Participant: nonEmpty(u.Participant), Name: nonEmpty(u.Name), By: nonEmpty(u.By), IsFromMe: u.IsFromMe, At: u.At,
 	}}
 }

@@ -30,32 +30,36 @@ var (
 // byte order is the order we page in.
 var (
 	bktMeta          = []byte("meta")
-	bktLines         = []byte("lines")          // handle → Line
-	bktKeys          = []byte("keys")           // key ID → Key
-	bktKeyHashes     = []byte("key_hashes")     // sha256(secret) → key ID
-	bktChats         = []byte("chats")          // chat ID → Chat
-	bktChatGUIDs     = []byte("chat_guids")     // line ID ‖ guid → chat ID
-	bktChatIdents    = []byte("chat_idents")    // line ID ‖ identifier → chat ID
-	bktChatRecent    = []byte("chat_recent")    // line ID ‖ last_message_at ‖ chat ID → nil
-	bktChatMessages  = []byte("chat_messages")  // chat ID ‖ sent_at ‖ seq → Message
-	bktMessages      = []byte("messages")       // message ID → chat_messages key
-	bktMessageGUIDs  = []byte("message_guids")  // guid → message ID
-	bktGUIDJournal   = []byte("guid_journal")   // generation → {guid → message ID}, on its way to message_guids (guids.go)
-	bktOutbox        = []byte("outbox")         // outbox ID → OutboxItem
-	bktOutboxDue     = []byte("outbox_due")     // next_attempt_at ‖ seq → outbox ID (pending items)
-	bktOutboxClaimed = []byte("outbox_claimed") // outbox ID → nil
-	bktIdempotency   = []byte("idempotency")    // key ID ‖ 0 ‖ Idempotency-Key → idempotencyRecord
-	bktSandbox       = []byte("sandbox")        // "state" → SandboxState; "quota/<day>" → count
-	bktFiles         = []byte("files")          // file ID → File
-	bktReactions     = []byte("reactions")      // message ID ‖ sender ‖ 0 ‖ type → Reaction
-	bktReceipts      = []byte("receipts")       // chat ID ‖ handle → Receipt
-	bktWebhooks      = []byte("webhooks")       // webhook ID → Webhook
-	bktWebhookLines  = []byte("webhook_lines")  // line ID ‖ webhook ID → nil
-	bktDeliveries    = []byte("deliveries")     // delivery ID → Delivery
-	bktDeliveriesDue = []byte("deliveries_due") // webhook ID ‖ next_attempt_at ‖ seq → delivery ID (pending deliveries)
-	bktAttempts      = []byte("attempts")       // at ‖ seq → Attempt
-	bktBridgeState   = []byte("bridge_state")   // line ID → bridge position (big-endian int64)
-	bktChatUpdates   = []byte("chat_updates")   // line ID ‖ network GUID of a group change → nil
+	bktLines         = []byte("lines")            // handle → Line
+	bktKeys          = []byte("keys")             // key ID → Key
+	bktKeyHashes     = []byte("key_hashes")       // sha256(secret) → key ID
+	bktChats         = []byte("chats")            // chat ID → Chat
+	bktChatGUIDs     = []byte("chat_guids")       // line ID ‖ guid → chat ID
+	bktChatIdents    = []byte("chat_idents")      // line ID ‖ identifier → chat ID
+	bktChatRecent    = []byte("chat_recent")      // line ID ‖ last_message_at ‖ chat ID → nil
+	bktChatMessages  = []byte("chat_messages")    // chat ID ‖ sent_at ‖ seq → Message
+	bktMessages      = []byte("messages")         // message ID → chat_messages key
+	bktMessageGUIDs  = []byte("message_guids")    // guid → message ID
+	bktGUIDJournal   = []byte("guid_journal")     // generation → {guid → message ID}, on its way to message_guids (guids.go)
+	bktOutbox        = []byte("outbox")           // outbox ID → OutboxItem
+	bktOutboxDue     = []byte("outbox_due")       // next_attempt_at ‖ seq → outbox ID (pending items)
+	bktOutboxClaimed = []byte("outbox_claimed")   // outbox ID → nil
+	bktIdempotency   = []byte("idempotency")      // key ID ‖ 0 ‖ Idempotency-Key → idempotencyRecord
+	bktSandbox       = []byte("sandbox")          // "state" → SandboxState; "quota/<day>" → count
+	bktFiles         = []byte("files")            // file ID → File
+	bktReactions     = []byte("reactions")        // message ID ‖ sender ‖ 0 ‖ type → Reaction
+	bktReceipts      = []byte("receipts")         // chat ID ‖ handle → Receipt
+	bktWebhooks      = []byte("webhooks")         // webhook ID → Webhook
+	bktWebhookLines  = []byte("webhook_lines")    // line ID ‖ webhook ID → nil
+	bktDeliveries    = []byte("deliveries")       // delivery ID → Delivery
+	bktDeliveriesDue = []byte("deliveries_due")   // webhook ID ‖ next_attempt_at ‖ seq → delivery ID (pending deliveries)
+	bktAttempts      = []byte("attempts")         // at ‖ seq → Attempt
+	bktBridgeState   = []byte("bridge_state")     // line ID → bridge position (big-endian int64)
+	bktChatUpdates   = []byte("chat_updates")     // line ID ‖ network GUID of a group change → nil
+	bktEvents        = []byte("events")           // seq → Event: every event, in commit order (events.go)
+	bktConsole       = []byte("console")          // "password" → the console password's slow hash
+	bktConsoleLinks  = []byte("console_links")    // sha256(login link token) → loginLink
+	bktConsoleSess   = []byte("console_sessions") // sha256(session token) → Session
 )
 
 var allBuckets = [][]byte{
@@ -63,6 +67,7 @@ var allBuckets = [][]byte{
 	bktChatRecent, bktChatMessages, bktMessages, bktMessageGUIDs, bktGUIDJournal, bktOutbox,
 	bktOutboxDue, bktOutboxClaimed, bktIdempotency, bktSandbox, bktFiles, bktReactions, bktReceipts,
 	bktWebhooks, bktWebhookLines, bktDeliveries, bktDeliveriesDue, bktAttempts, bktBridgeState, bktChatUpdates,
+	bktEvents, bktConsole, bktConsoleLinks, bktConsoleSess,
 }
 
 const schemaVersion = 1
@@ -79,6 +84,7 @@ type DB struct {
 
 	outboxReady   chan struct{}
 	webhooksReady chan struct{}
+	events        eventsSignal
 	typing        typingState
 }
 

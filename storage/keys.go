@@ -13,14 +13,20 @@ import (
 
 // Key is an API key. Only the SHA-256 of its secret is stored.
 type Key struct {
-	ID        string   `json:"id"`
-	Label     string   `json:"label"`
-	Scopes    []string `json:"scopes"`
-	LineIDs   []string `json:"line_ids"` // empty: every line
-	Owner     string   `json:"owner"`
-	Hash      []byte   `json:"hash"`
-	CreatedAt int64    `json:"created_at"`
-	RevokedAt int64    `json:"revoked_at,omitempty"`
+	ID      string   `json:"id"`
+	Label   string   `json:"label"`
+	Scopes  []string `json:"scopes"`
+	LineIDs []string `json:"line_ids"` // empty: every line
+	Owner   string   `json:"owner"`
+	// Hint is the secret's prefix and last four characters, to tell keys
+	// apart: never enough to guess the secret.
+	Hint      string `json:"hint,omitempty"`
+	Hash      []byte `json:"hash"`
+	CreatedAt int64  `json:"created_at"`
+	RevokedAt int64  `json:"revoked_at,omitempty"`
+	// LastUsedAt is when the key last authenticated a request, to within
+	// the minute (see the server's touchKey); 0 for never.
+	LastUsedAt int64 `json:"last_used_at,omitempty"`
 }
 
 // CreateKey stores a new key.
@@ -91,6 +97,23 @@ func (db *DB) RevokeKey(ctx context.Context, id string) error {
 		if err := tx.Bucket(bktKeyHashes).Delete(k.Hash); err != nil {
 			return err
 		}
+		return putJSON(b, []byte(id), k)
+	})
+}
+
+// TouchKey records that a key was used at (Unix ms). A revoked or unknown
+// key is left alone.
+func (db *DB) TouchKey(ctx context.Context, id string, at int64) error {
+	return db.bolt.Batch(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bktKeys)
+		var k Key
+		if err := getJSON(b, []byte(id), &k); err != nil {
+			return nil
+		}
+		if k.RevokedAt != 0 || k.LastUsedAt >= at {
+			return nil
+		}
+		k.LastUsedAt = at
 		return putJSON(b, []byte(id), k)
 	})
 }

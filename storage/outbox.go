@@ -529,3 +529,44 @@ func (db *DB) PurgeIdempotency(ctx context.Context) (int, error) {
 	})
 	return n, err
 }
+
+// OutboxFilter selects outbox items by line and status; empty matches all.
+type OutboxFilter struct {
+	LineID string
+	Status string
+}
+
+// RecentOutbox lists up to max items matching f, newest first, starting
+// before the item with ID before ("" starts at the newest). next is the ID
+// to pass as before for the following page, "" after the last. It reads at
+// most scan items, so that a rare status cannot make one page read the
+// whole outbox; a page that ends early then still has a next.
+func (db *DB) RecentOutbox(ctx context.Context, f OutboxFilter, before string, max, scan int) (items []OutboxItem, next string, err error) {
+	err = db.bolt.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bktOutbox).Cursor()
+		var k, v []byte
+		if sk, _ := c.Seek([]byte(before)); before == "" || sk == nil {
+			k, v = c.Last()
+		} else {
+			k, v = c.Prev()
+		}
+		var last []byte // the last item read
+		for read := 0; k != nil; k, v = c.Prev() {
+			if len(items) == max || read == scan {
+				next = string(last)
+				return nil
+			}
+			read++
+			last = k
+			var it OutboxItem
+			if err := json.Unmarshal(v, &it); err != nil {
+				return err
+			}
+			if (f.LineID == "" || it.LineID == f.LineID) && (f.Status == "" || it.Status == f.Status) {
+				items = append(items, it)
+			}
+		}
+		return nil
+	})
+	return items, next, err
+}

@@ -195,11 +195,14 @@ type EventSubject struct {
 	ChatUpdate *ChatUpdate `json:"chat_update,omitempty"`
 }
 
-// queueEvent creates a delivery of an event for each active webhook of the
-// line that subscribes to it, in the transaction that stores what the event
-// is about: the event is queued if and only if that commits.
+// queueEvent records an event and creates a delivery of it for each active
+// webhook of the line that subscribes to it, in the transaction that stores
+// what the event is about: the event is queued if and only if that commits.
 func (db *DB) queueEvent(tx *bolt.Tx, event, lineID, chatID string, subject EventSubject) error {
 	now := nowMillis()
+	if err := db.appendEvent(tx, Event{Name: event, LineID: lineID, ChatID: chatID, At: now, EventSubject: subject}); err != nil {
+		return err
+	}
 	sandboxOwner, err := db.sandboxEventOwner(tx, lineID, chatID)
 	if err != nil {
 		return err

@@ -79,6 +79,9 @@ type Bridge struct {
 	helper *HelperServer
 	log    *slog.Logger
 
+	// health is what reading chat.db last said (health.go).
+	health healthState
+
 	// sendMu makes sends one at a time: a send is recognised in chat.db as
 	// the next outgoing row of its chat.
 	sendMu sync.Mutex

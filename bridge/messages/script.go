@@ -367,6 +367,8 @@ type Sender struct {
 	turn chan struct{}
 	// queued counts sends waiting for their turn (for tests).
 	queued atomic.Int32
+	// health is what the scripts' outcomes say of Automation and Messages.
+	health healthState
 }
 
 // NewSender returns a Sender that gives each osascript run timeout before
@@ -467,7 +469,11 @@ func (s *Sender) script(ctx context.Context, target, script string, args ...stri
 		return err
 	}
 	defer s.done()
-	return s.classify(ctx, s.run(ctx, script, args), target)
+	err := s.classify(ctx, s.run(ctx, script, args), target)
+	if ctx.Err() == nil {
+		s.health.script(err, time.Now())
+	}
+	return err
 }
 
 // wait takes the sender's turn, or gives up when ctx ends.

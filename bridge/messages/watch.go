@@ -76,7 +76,12 @@ func (b *Bridge) Run(ctx context.Context, sink bridge.Sink) error {
 	poll := time.NewTimer(b.cfg.Poll)
 	defer poll.Stop()
 	for {
-		if err := w.scan(ctx); err != nil && ctx.Err() == nil {
+		err := w.scan(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		b.health.read(err)
+		if err != nil {
 			b.log.Error("read chat.db", "err", err)
 		}
 		poll.Reset(min(b.cfg.Poll, time.Until(w.nextWake())))

@@ -1,0 +1,174 @@
+// Package api holds the JSON shapes of Blueline's HTTP API: what the
+// server writes, and what its clients (the console, the Go client) read.
+// Fields the reference service leaves null are pointers; a field added by
+// Blueline says so.
+package api
+
+import "encoding/json"
+
+// Line is a line (a phone number or Apple ID handle) of the host.
+type Line struct {
+	ID       string  `json:"id"`
+	Handle   string  `json:"handle"`
+	Label    *string `json:"label"`
+	Service  string  `json:"service"`
+	IsActive bool    `json:"is_active"`
+	// Not in the reference shape; tells a client which calls the line takes.
+	AdvancedFeatures bool `json:"advanced_features"`
+	IsSandbox        bool `json:"is_sandbox"`
+}
+
+// Chat is a conversation on a line: one-to-one or a group.
+type Chat struct {
+	ID                 string   `json:"id"`
+	LineID             string   `json:"line_id"`
+	Identifier         string   `json:"identifier"`
+	Service            string   `json:"service"`
+	Name               *string  `json:"name"`
+	IsGroup            bool     `json:"is_group"`
+	Participants       []string `json:"participants"`
+	HasReceivedInbound bool     `json:"has_received_inbound"`
+	LastMessageAt      *int64   `json:"last_message_at"`
+}
+
+// Message is a message in a chat, received or sent by the line.
+type Message struct {
+	ID             string       `json:"id"`
+	LineID         string       `json:"line_id"`
+	ChatID         string       `json:"chat_id"`
+	GUID           string       `json:"guid"`
+	Sender         string       `json:"sender"`
+	Text           *string      `json:"text"`
+	Attachments    []Attachment `json:"attachments"`
+	Service        *string      `json:"service"`
+	IsFromMe       bool         `json:"is_from_me"`
+	IsAudioMessage bool         `json:"is_audio_message"`
+	SentAt         int64        `json:"sent_at"`
+	SyncedAt       int64        `json:"synced_at"`
+	OutboxID       *string      `json:"outbox_id"`
+	ReplyToGUID    *string      `json:"reply_to_guid"`
+	// FailedAt and Error report a message of ours the network failed
+	// after it was sent (a late "Not Delivered").
+	FailedAt *int64  `json:"failed_at"`
+	Error    *string `json:"error"`
+	// What Messages recorded later (Unix ms, null for not (yet)): the last
+	// edit (text is then the latest version), the unsend (text null, no
+	// attachments), and for the line's own messages delivery and reading.
+	EditedAt    *int64 `json:"edited_at"`
+	UnsentAt    *int64 `json:"unsent_at"`
+	DeliveredAt *int64 `json:"delivered_at"`
+	ReadAt      *int64 `json:"read_at"`
+}
+
+// Attachment is a file a message carries, with a signed download URL.
+type Attachment struct {
+	Filename      *string `json:"filename"`
+	MimeType      *string `json:"mime_type"`
+	Size          *int64  `json:"size"`
+	URL           *string `json:"url"`
+	Transcription *string `json:"transcription"`
+}
+
+// File is an uploaded file, as POST and GET /v1/files answer it.
+type File struct {
+	ID        string  `json:"id"`
+	URL       string  `json:"url"`
+	Filename  *string `json:"filename"`
+	MimeType  string  `json:"mime_type"`
+	Size      int64   `json:"size"`
+	RequestID string  `json:"request_id"`
+}
+
+// Reaction is a tapback on a message.
+type Reaction struct {
+	ID        string `json:"id"`
+	MessageID string `json:"message_id"`
+	ChatID    string `json:"chat_id"`
+	// Type is one of the six classic tapbacks, or "emoji" (see Emoji) or
+	// "sticker" for the tapbacks of recent Apple systems.
+	Type     string  `json:"type"`
+	Emoji    *string `json:"emoji"`
+	Sender   string  `json:"sender"`
+	IsFromMe bool    `json:"is_from_me"`
+	Added    bool    `json:"added"`
+	SentAt   int64   `json:"sent_at"`
+	SyncedAt int64   `json:"synced_at"`
+}
+
+// Indicator is a typing indicator in a chat.
+type Indicator struct {
+	ID        string `json:"id"`
+	ChatID    string `json:"chat_id"`
+	Handle    string `json:"handle"`
+	IsTyping  bool   `json:"is_typing"`
+	UpdatedAt int64  `json:"updated_at"`
+}
+
+// Receipt is how far a contact has read a chat.
+type Receipt struct {
+	ID         string `json:"id"`
+	ChatID     string `json:"chat_id"`
+	Handle     string `json:"handle"`
+	LastReadAt int64  `json:"last_read_at"`
+	SyncedAt   int64  `json:"synced_at"`
+}
+
+// OutboxItem is an accepted write on its way out: its status is one of
+// pending, claimed, sent, failed.
+type OutboxItem struct {
+	ID          string          `json:"id"`
+	LineID      string          `json:"line_id"`
+	Status      string          `json:"status"`
+	Payload     json.RawMessage `json:"payload"`
+	CompletedAt *int64          `json:"completed_at"`
+	Error       *string         `json:"error"`
+	Attempts    int             `json:"attempts"`
+	MaxAttempts int             `json:"max_attempts"`
+	CreatedAt   int64           `json:"created_at"`
+	RequestID   string          `json:"request_id"`
+	// Where a sent message went out, when the network tells: the chat GUID
+	// and service it finally used, and whether it fell back to SMS.
+	ChatGUID    *string `json:"chat_guid"`
+	Service     *string `json:"service"`
+	SMSFallback bool    `json:"sms_fallback"`
+}
+
+// Webhook is a registered receiver of a line's events; Secret is shown
+// when it is created.
+type Webhook struct {
+	ID        string   `json:"id"`
+	LineIDs   []string `json:"line_ids"`
+	URL       string   `json:"url"`
+	Events    []string `json:"events"`
+	Secret    string   `json:"secret"`
+	IsActive  bool     `json:"is_active"`
+	CreatedAt int64    `json:"created_at"`
+	RequestID string   `json:"request_id,omitempty"`
+}
+
+// Sandbox is a key owner's sandbox: its activation and today's quota.
+type Sandbox struct {
+	Status            string       `json:"status"`
+	ActivationCode    *string      `json:"activation_code"`
+	SandboxLineHandle string       `json:"sandbox_line_handle"`
+	ContactIdentifier *string      `json:"contact_identifier"`
+	ActivatedAt       *int64       `json:"activated_at"`
+	Usage             SandboxUsage `json:"usage"`
+	RequestID         string       `json:"request_id,omitempty"`
+}
+
+// SandboxUsage is a sandbox's sends of the UTC day.
+type SandboxUsage struct {
+	Used      int   `json:"used"`
+	Limit     int   `json:"limit"`
+	Remaining int   `json:"remaining"`
+	ResetsAt  int64 `json:"resets_at"`
+}
+
+// List is the spec's list envelope.
+type List[T any] struct {
+	Data       []T     `json:"data"`
+	HasMore    bool    `json:"has_more"`
+	NextCursor *string `json:"next_cursor"`
+	RequestID  string  `json:"request_id"`
+}

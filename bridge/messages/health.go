@@ -1,0 +1,89 @@
+package messages
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Health is what the bridge last saw of the permissions and programs it
+// depends on, for the console and /readyz. Each is known only once used:
+// macOS tells whether Automation is allowed when a script runs.
+type Health struct {
+	// ChatDB is "readable", or "not readable" when the last read of
+	// chat.db failed (Full Disk Access withdrawn, the file gone): the log
+	// says why. Health is shown without authentication (/readyz), so it
+	// carries no paths or error texts.
+	ChatDB string
+	// Automation is "granted", "denied" or "not used yet".
+	Automation string
+	// Messages is "running", "not running" or "not seen yet", as the last
+	// script found it.
+	Messages string
+	// Helper is "connected" or "not connected": the private-API helper.
+	Helper string
+	// LastScript is when a script last ran (zero for never).
+	LastScript time.Time
+}
+
+func (h Health) String() string {
+	parts := []string{"chat.db " + h.ChatDB, "Automation " + h.Automation, "Messages " + h.Messages, "helper " + h.Helper}
+	return strings.Join(parts, "; ")
+}
+
+// healthState is the Health a bridge builds as it works.
+type healthState struct {
+	mu         sync.Mutex
+	readErr    error
+	automation string
+	messages   string
+	lastScript time.Time
+}
+
+func (s *healthState) read(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.readErr = err
+}
+
+// script records what a script's outcome says of Automation and Messages.
+func (s *healthState) script(err error, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastScript = at
+	switch {
+	case err == nil:
+		s.automation, s.messages = "granted", "running"
+	case errors.Is(err, ErrAutomationDenied):
+		s.automation = "denied"
+	case errors.Is(err, ErrNotRunning):
+		s.automation, s.messages = "granted", "not running"
+	case errors.Is(err, ErrChatNotFound):
+		s.automation, s.messages = "granted", "running"
+	}
+}
+
+// Health reports the bridge's health as last seen.
+func (b *Bridge) Health() Health {
+	s := &b.sender.health
+	s.mu.Lock()
+	h := Health{ChatDB: "readable", Automation: s.automation, Messages: s.messages, LastScript: s.lastScript}
+	s.mu.Unlock()
+	b.health.mu.Lock()
+	if b.health.readErr != nil {
+		h.ChatDB = "not readable (see the log)"
+	}
+	b.health.mu.Unlock()
+	if h.Automation == "" {
+		h.Automation = "not used yet"
+	}
+	if h.Messages == "" {
+		h.Messages = "not seen yet"
+	}
+	h.Helper = "not connected"
+	if b.Advanced() {
+		h.Helper = "connected"
+	}
+	return h
+}

@@ -1,0 +1,64 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/blueline-app/blueline/storage"
+)
+
+// callerKey carries the caller of an in-process request.
+type callerKey struct{}
+
+// WithCaller makes the API requests made with ctx act as k, without an
+// Authorization header: the console calls the API this way for its signed-in
+// user, so that every rule applies to it exactly as to a key. Only code in
+// this process can set it; a request from the network never carries it.
+//
+// In-process callers are not held to the per-key request limit: a console
+// page makes several requests, and the console's own sign-in is limited.
+func WithCaller(ctx context.Context, k storage.Key) context.Context {
+	return context.WithValue(ctx, callerKey{}, k)
+}
+
+func inProcessCaller(ctx context.Context) (storage.Key, bool) {
+	k, ok := ctx.Value(callerKey{}).(storage.Key)
+	return k, ok
+}
+
+// keyUse records when keys are used, at most once a minute per key, so
+// that authenticating stays a read.
+type keyUse struct {
+	db   *storage.DB
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+const keyUseResolution = time.Minute
+
+func (u *keyUse) touch(ctx context.Context, k storage.Key, now time.Time) {
+	u.mu.Lock()
+	if now.Sub(u.last[k.ID]) < keyUseResolution || now.UnixMilli()-k.LastUsedAt < keyUseResolution.Milliseconds() {
+		u.mu.Unlock()
+		return
+	}
+	u.last[k.ID] = now
+	u.mu.Unlock()
+	// The request does not wait for the write: a lost touch costs a
+	// minute of accuracy, never the request.
+	go u.db.TouchKey(context.WithoutCancel(ctx), k.ID, now.UnixMilli())
+}
+
+// Dashboard is the console the API listener also serves, under
+// /dashboard/; the admin socket hands out its login links.
+type Dashboard interface {
+	http.Handler
+	// LoginLink returns a one-time link that signs its opener in as
+	// owner ("" for the host's operator) until expiresAt (Unix ms).
+	LoginLink(ctx context.Context, owner string) (link string, expiresAt int64, err error)
+	// SetPassword sets the password for signing in without a link over
+	// TLS; "" removes it.
+	SetPassword(ctx context.Context, password string) error
+}

@@ -1,0 +1,121 @@
+package storage
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Event is one thing that happened on a line, as webhooks are told of it:
+// kept in commit order whether or not a webhook wants it, so that a live
+// reader (the console) can follow everything and resume where it stopped.
+type Event struct {
+	Seq    uint64 `json:"seq"` // 1, 2, … in commit order
+	Name   string `json:"event"`
+	LineID string `json:"line_id"`
+	ChatID string `json:"chat_id"`
+	At     int64  `json:"at"`
+	EventSubject
+}
+
+// eventsSignal wakes every reader waiting for events: a channel closed at
+// each commit that adds some, and replaced.
+type eventsSignal struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (s *eventsSignal) wait() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	return s.ch
+}
+
+func (s *eventsSignal) broadcast() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch != nil {
+		close(s.ch)
+		s.ch = nil
+	}
+}
+
+// EventsChanged is closed after the next commit that adds events. Take it
+// before reading Events, so that nothing committed in between is missed.
+func (db *DB) EventsChanged() <-chan struct{} { return db.events.wait() }
+
+// appendEvent records an event in the transaction that causes it.
+func (db *DB) appendEvent(tx *bolt.Tx, e Event) error {
+	b := appendOnly(tx, bktEvents)
+	seq, err := b.NextSequence()
+	if err != nil {
+		return err
+	}
+	e.Seq = seq
+	if err := putJSON(b, u64(seq), e); err != nil {
+		return err
+	}
+	tx.OnCommit(db.events.broadcast)
+	return nil
+}
+
+// Events returns up to max events after the one numbered after, oldest
+// first.
+func (db *DB) Events(ctx context.Context, after uint64, max int) ([]Event, error) {
+	var out []Event
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bktEvents).Cursor()
+		for k, v := c.Seek(u64(after + 1)); k != nil && len(out) < max; k, v = c.Next() {
+			var e Event
+			if err := json.Unmarshal(v, &e); err != nil {
+				return err
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// LastEventSeq is the number of the latest event, 0 when there is none.
+func (db *DB) LastEventSeq(ctx context.Context) (uint64, error) {
+	var seq uint64
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		if k, _ := tx.Bucket(bktEvents).Cursor().Last(); k != nil {
+			seq = binary.BigEndian.Uint64(k)
+		}
+		return nil
+	})
+	return seq, err
+}
+
+// PurgeEvents forgets the events older than before (Unix ms).
+func (db *DB) PurgeEvents(ctx context.Context, before int64) (int, error) {
+	n := 0
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bktEvents)
+		var gone [][]byte
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			var e struct {
+				At int64 `json:"at"`
+			}
+			if err := json.Unmarshal(v, &e); err != nil {
+				return err
+			}
+			if e.At >= before {
+				break // events are in commit order, so in time order
+			}
+			gone = append(gone, k)
+		}
+		n = len(gone)
+		return deleteKeys(b, gone)
+	})
+	return n, err
+}
