@@ -27,7 +27,7 @@ var (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Run(ctx, cli.Build{Version: version, Commit: commit, Date: date}, os.Args[1:], os.Stdout, os.Stderr)
+	code := cli.Run(ctx, cli.Build{Version: version, Commit: commit, Date: date}, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

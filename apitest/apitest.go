@@ -13,9 +13,11 @@ package apitest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -24,6 +26,11 @@ type Client struct {
 	TB   testing.TB
 	Base string       // the API's root, such as "http://127.0.0.1:8080"
 	HTTP *http.Client // nil means http.DefaultClient
+	// Part says the server under test is a part of the API (a package's
+	// own handler, as the files package's tests serve downloads) rather
+	// than the daemon's whole API: its exchanges are not held to the API
+	// document, whose headers the whole API's middleware adds.
+	Part bool
 }
 
 // Response is an API answer: its status, headers and body, raw and, when
@@ -83,6 +90,11 @@ func (c Client) Call(method, path, key string, body any, headers ...string) Resp
 	if p, q, ok := strings.Cut(path, "?"); ok {
 		path = p + "?" + strings.ReplaceAll(q, "+", "%2B")
 	}
+	var sent []byte
+	if rd != nil {
+		sent, _ = io.ReadAll(rd)
+		rd = bytes.NewReader(sent)
+	}
 	req, err := http.NewRequest(method, c.Base+path, rd)
 	if err != nil {
 		c.TB.Fatal(err)
@@ -93,7 +105,7 @@ func (c Client) Call(method, path, key string, body any, headers ...string) Resp
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, raw := c.do(req, headers)
+	resp, raw := c.do(req, sent, headers)
 	r := Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
 	if len(raw) > 0 {
 		if err := json.Unmarshal(raw, &r.Body); err != nil {
@@ -112,12 +124,13 @@ func (c Client) Fetch(method, url string, headers ...string) (*http.Response, []
 	if err != nil {
 		c.TB.Fatal(err)
 	}
-	return c.do(req, headers)
+	return c.do(req, nil, headers)
 }
 
-// do sets the headers, name, value pairs, on req, sends it and reads the
-// answer: every request of Call and Fetch passes here.
-func (c Client) do(req *http.Request, headers []string) (*http.Response, []byte) {
+// do sets the headers, name, value pairs, on req, sends it (with body, the
+// bytes it carries), reads the answer and checks the exchange against the
+// API document: every request of Call and Fetch passes here.
+func (c Client) do(req *http.Request, body []byte, headers []string) (*http.Response, []byte) {
 	c.TB.Helper()
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
@@ -135,7 +148,58 @@ func (c Client) do(req *http.Request, headers []string) (*http.Response, []byte)
 	if err != nil {
 		c.TB.Fatal(err)
 	}
+	if !c.Part && strings.HasPrefix(req.URL.String(), c.Base) {
+		c.check(req, body, resp, raw)
+	}
 	return resp, raw
+}
+
+var shared struct {
+	once sync.Once
+	v    *Validator
+	err  error
+}
+
+func sharedValidator() (*Validator, error) {
+	shared.once.Do(func() { shared.v, shared.err = NewValidator() })
+	return shared.v, shared.err
+}
+
+// checkEvent holds a webhook delivery to the API document.
+func checkEvent(r *http.Request, body []byte) error {
+	v, err := sharedValidator()
+	if err != nil {
+		return err
+	}
+	return v.ValidateEvent(r.Context(), r.Header, body)
+}
+
+// check holds an exchange with the API to its document (package apidoc):
+// the answer must be what the document says the operation answers with
+// that status; a request the document refuses must not be accepted; and a
+// route must be documented unless the API answered that it has none.
+// Tests may send requests the document refuses, to see them refused.
+func (c Client) check(req *http.Request, body []byte, resp *http.Response, raw []byte) {
+	c.TB.Helper()
+	v, err := sharedValidator()
+	if err != nil {
+		c.TB.Fatal(err)
+	}
+	err = v.Validate(req.Context(), req, body, resp.StatusCode, resp.Header, raw)
+	what := req.Method + " " + req.URL.RequestURI()
+	var routeErr *RouteError
+	var reqErr *RequestError
+	var respErr *ResponseError
+	switch {
+	case errors.As(err, &routeErr):
+		if resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusMethodNotAllowed {
+			c.TB.Errorf("%s: answered %d, but the API document has no such operation: %v", what, resp.StatusCode, err)
+		}
+	case errors.As(err, &respErr):
+		c.TB.Errorf("%s: the answer (%d) differs from the API document: %v\nbody: %s", what, resp.StatusCode, respErr, raw)
+	case errors.As(err, &reqErr) && resp.StatusCode < 400:
+		c.TB.Errorf("%s: answered %d to a request the API document refuses: %v", what, resp.StatusCode, reqErr)
+	}
 }
 
 // Send posts a message (POST /v1/messages) and returns it; an answer

@@ -46,9 +46,10 @@ type Receiver struct {
 	Server *httptest.Server
 	answer func(n int, w http.ResponseWriter, r *http.Request) int
 
-	mu     sync.Mutex
-	secret string
-	got    []Hook
+	mu          sync.Mutex
+	secret      string
+	checkEvents bool
+	got         []Hook
 }
 
 // NewReceiver starts a receiver, over TLS if tls, that the end of the test
@@ -60,6 +61,14 @@ func NewReceiver(t testing.TB, tls bool, answer func(n int, w http.ResponseWrite
 		raw, _ := io.ReadAll(r.Body)
 		hook := Hook{Header: r.Header.Clone(), Raw: raw}
 		hook.Err = json.Unmarshal(raw, &hook.Body)
+		rc.mu.Lock()
+		check := rc.checkEvents
+		rc.mu.Unlock()
+		if check {
+			if err := checkEvent(r, raw); err != nil {
+				t.Errorf("webhook delivery differs from the API document: %v\nbody: %s", err, raw)
+			}
+		}
 		rc.mu.Lock()
 		if hook.Err == nil && rc.secret != "" {
 			hook.Err = signature.Verify(rc.secret, raw, r.Header.Get(signature.HeaderSignature), r.Header.Get(signature.HeaderTimestamp), time.Now())
@@ -82,6 +91,15 @@ func NewReceiver(t testing.TB, tls bool, answer func(n int, w http.ResponseWrite
 	}
 	t.Cleanup(rc.Server.Close)
 	return rc
+}
+
+// CheckEvents holds every delivery from now on to the API document's
+// webhooks (the daemon's real deliveries; a unit test's synthetic events
+// would not pass).
+func (rc *Receiver) CheckEvents() {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.checkEvents = true
 }
 
 // SetSecret sets the secret that the requests from now on must be signed

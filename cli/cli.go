@@ -63,21 +63,26 @@ func osEnv() env {
 type app struct {
 	ctx            context.Context
 	build          Build
+	stdin          io.Reader // nil: none
 	stdout, stderr io.Writer
 	env            env
 	configFlag     string // --config, a persistent flag
 }
 
-// Run runs the command in args (os.Args[1:]) and returns its exit status:
-// 0, 1 when it failed, 2 when the command line is wrong. serve runs until
-// ctx is done.
-func Run(ctx context.Context, build Build, args []string, stdout, stderr io.Writer) int {
-	return run(ctx, build, args, stdout, stderr, osEnv())
+// Run runs the command in args (os.Args[1:]) with stdin (nil for none)
+// and returns its exit status: 0, 1 when it failed, 2 when the command line
+// is wrong. serve runs until ctx is done.
+func Run(ctx context.Context, build Build, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return run(ctx, build, args, stdin, stdout, stderr, osEnv())
 }
 
-func run(ctx context.Context, build Build, args []string, stdout, stderr io.Writer, e env) int {
-	a := &app{ctx: ctx, build: build.orDefaults(), stdout: stdout, stderr: stderr, env: e}
+func run(ctx context.Context, build Build, args []string, stdin io.Reader, stdout, stderr io.Writer, e env) int {
+	a := &app{ctx: ctx, build: build.orDefaults(), stdin: stdin, stdout: stdout, stderr: stderr, env: e}
 	root := a.rootCommand()
+	if stdin == nil {
+		stdin = strings.NewReader("")
+	}
+	root.SetIn(stdin)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	switch {
@@ -140,8 +145,14 @@ simulated sandbox line and one simulated line with advanced features.`,
 		a.sandboxCommand(),
 		a.webhooksCommand(),
 		a.dashboardCommand(),
+		a.mcpCommand(),
 		a.backupCommand(),
 		a.restoreCommand(),
+	)
+	// The API's client commands, as the reference service's CLI has them.
+	root.AddCommand(
+		a.listenCommand(), a.sendCommand(), a.reactCommand(), a.typingCommand(), a.readCommand(),
+		a.linesCommand(), a.chatsCommand(), a.messagesCommand(), a.filesCommand(), a.outboxCommand(),
 	)
 	root.AddCommand(a.serviceCommands()...)
 	root.AddCommand(a.statusCommand(), a.versionCommand())

@@ -19,7 +19,7 @@ func runCLI(t *testing.T, installed string, args ...string) (stdout, stderr stri
 	t.Helper()
 	var out, errOut bytes.Buffer
 	e := env{getenv: os.Getenv, installedConfig: func() string { return installed }}
-	code = run(context.Background(), Build{}, args, &out, &errOut, e)
+	code = run(context.Background(), Build{}, args, nil, &out, &errOut, e)
 	return out.String(), errOut.String(), code
 }
 

@@ -325,7 +325,7 @@ func TestServiceLifecycle(t *testing.T) {
 
 	do("start")
 	testkit.Eventually(t, 20*time.Second, func() bool {
-		code := Run(ctx, Build{}, []string{"keys", "list", "--config", cfgPath}, io.Discard, io.Discard)
+		code := Run(ctx, Build{}, []string{"keys", "list", "--config", cfgPath}, nil, io.Discard, io.Discard)
 		return code == 0 && state() == stateRunning
 	})
 	do("status")

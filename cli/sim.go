@@ -331,25 +331,3 @@ printed as the event's data.`,
 		req: &req,
 	})
 }
-
-func (a *app) sandboxCommand() *cobra.Command {
-	var owner string
-	c := &cobra.Command{
-		Use:   "sandbox [--owner NAME]",
-		Short: "Print the sandbox line and every owner's sandbox as JSON",
-		Long: `Print the sandbox line as JSON: handle, line_id, and owners, each owner's
-sandbox (every owner of a key, and every owner that started one) as
-GET /v1/sandbox answers it plus owner. With --owner, start that owner's
-activation (as POST /v1/sandbox does) and print it.`,
-		Example: "  blueline sandbox\n  blueline sandbox --owner you@example.com",
-		Args:    noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if owner != "" {
-				return a.adminPrint(cmd.Context(), http.MethodPost, "/sandbox", map[string]string{"owner": owner})
-			}
-			return a.adminPrint(cmd.Context(), http.MethodGet, "/sandbox", nil)
-		},
-	}
-	c.Flags().StringVar(&owner, "owner", "", "start (or show) this owner's activation")
-	return c
-}

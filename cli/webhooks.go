@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -9,52 +10,150 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/blueline-app/blueline/client"
 	"github.com/blueline-app/blueline/server"
 	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/webhook"
 )
 
 func (a *app) webhooksCommand() *cobra.Command {
-	hooks := group("webhooks", "List webhooks, their delivery attempts; redeliver; send a test event",
-		"  blueline webhooks list\n  blueline webhooks deliveries --webhook wh_… --limit 20\n  blueline webhooks redeliver dlv_…\n  blueline webhooks test wh_…",
-		"list, deliveries, redeliver or test")
-	hooks.AddCommand(a.webhooksListCommand(), a.webhooksDeliveriesCommand(), a.webhooksRedeliverCommand(), a.webhooksTestCommand())
+	hooks := group("webhooks", "Create, list and delete webhooks, see their delivery attempts; redeliver; send a test event",
+		"  blueline webhooks list\n  blueline webhooks create --url https://example.com/hook --event message.received --line +15550000001\n  blueline webhooks deliveries --webhook wh_… --limit 20\n  blueline webhooks redeliver dlv_…\n  blueline webhooks test wh_…",
+		"list, create, delete, deliveries, redeliver or test")
+	hooks.AddCommand(a.webhooksListCommand(), a.webhooksCreateCommand(), a.webhooksDeleteCommand(),
+		a.webhooksDeliveriesCommand(), a.webhooksRedeliverCommand(), a.webhooksTestCommand())
 	return hooks
 }
 
 func (a *app) webhooksListCommand() *cobra.Command {
-	var asJSON bool
+	var f apiFlags
+	var line string
 	c := &cobra.Command{
-		Use:   "list",
-		Short: "List every webhook with its state",
-		Long: `List every webhook: ID, line, state (active, failing since …, inactive),
-events, URL. On a terminal, an aligned table with a header; otherwise one
-tab-separated line per webhook.`,
-		Example: "  blueline webhooks list\n  blueline webhooks list --json",
+		Use:   "list [--line HANDLE]",
+		Short: "List every webhook with its state, or a line's through the API",
+		Long: `On the host: list every webhook: ID, line, state (active, failing since …,
+inactive), events, URL. On a terminal, an aligned table with a header;
+otherwise one tab-separated line per webhook; --json, a JSON array.
+
+With --line, or over the network (--base-url, which needs --line): the API's
+list of the line's active webhooks: ID, URL, events, whether active; --json
+prints the API's list, secrets included.`,
+		Example: "  blueline webhooks list\n  blueline webhooks list --json\n  blueline webhooks list --line +15550000001\n  BLUELINE_API_KEY=sk_live_… blueline webhooks list --line +15550000001 --base-url https://blueline.example.com",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var hooks []server.WebhookInfo
-			raw, err := a.adminList(cmd.Context(), "/webhooks", &hooks)
+			if line == "" && f.baseURL == "" && a.env.getenv(envBaseURL) == "" {
+				if f.owner != "" {
+					return usageErrorf("webhooks list takes --owner with --line")
+				}
+				return a.webhooksAdminList(cmd, f.json)
+			}
+			return a.apiRun(&f, func(ctx context.Context, c *apiConn, args []string) error {
+				if line == "" {
+					return usageErrorf("webhooks list needs --line over the network (see `blueline lines list`)")
+				}
+				hooks, err := c.Webhooks.List(ctx, line)
+				if err != nil {
+					return err
+				}
+				rows := make([][]string, 0, len(hooks))
+				for _, h := range hooks {
+					rows = append(rows, []string{h.ID, h.URL, strings.Join(h.Events, ","), fmt.Sprint(h.IsActive)})
+				}
+				return a.printList(f.json, listJSON(hooks), []string{"ID", "URL", "EVENTS", "ACTIVE"}, rows, "")
+			})(cmd, args)
+		},
+	}
+	f.add(c)
+	c.Flags().Lookup("json").Usage = "print JSON: on the host without --line, the webhooks as an array; else the API's list"
+	c.Flags().StringVar(&line, "line", "", "list this line's webhooks through the API (required with --base-url)")
+	return c
+}
+
+// webhooksAdminList is webhooks list on the host: every webhook, from the
+// admin socket.
+func (a *app) webhooksAdminList(cmd *cobra.Command, asJSON bool) error {
+	var hooks []server.WebhookInfo
+	raw, err := a.adminList(cmd.Context(), "/webhooks", &hooks)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return printRawJSON(a.stdout, raw)
+	}
+	rows := make([][]string, 0, len(hooks))
+	for _, h := range hooks {
+		state := "active"
+		if !h.IsActive {
+			state = "inactive"
+		} else if h.FailingSince > 0 {
+			state = "failing since " + time.UnixMilli(h.FailingSince).UTC().Format(time.RFC3339)
+		}
+		rows = append(rows, []string{h.ID, h.Line, state, strings.Join(h.Events, ","), h.URL})
+	}
+	return printTable(a.stdout, []string{"ID", "LINE", "STATE", "EVENTS", "URL"}, rows)
+}
+
+func (a *app) webhooksCreateCommand() *cobra.Command {
+	var f apiFlags
+	var hookURL, line string
+	var events []string
+	c := &cobra.Command{
+		Use:   "create --url URL --event EVENT [--event EVENT…] [--line HANDLE]",
+		Short: "Register a webhook for a line's events and print its secret",
+		Long: `Register a webhook: the daemon posts the line's events (--event, repeatable or
+comma-separated: message.received, message.sent, reaction.added,
+reaction.removed, and Blueline's own) to --url, an https:// URL, signed with
+the secret printed here. Without --line, the line is the only active line.`,
+		Example: "  blueline webhooks create --url https://example.com/hook --event message.received --line +15550000001\n  blueline webhooks create --url https://example.com/hook --event message.received,reaction.added --line +15550000001 --json",
+		Args:    noArgs,
+		RunE: a.apiRun(&f, func(ctx context.Context, c *apiConn, args []string) error {
+			if hookURL == "" || len(events) == 0 {
+				return usageErrorf("webhooks create needs --url and at least one --event")
+			}
+			from, err := resolveFrom(ctx, c, line)
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return printRawJSON(a.stdout, raw)
+			h, err := c.Webhooks.Create(ctx, client.WebhookCreateParams{From: from, URL: hookURL, Events: splitList(strings.Join(events, ","))})
+			if err != nil {
+				return err
 			}
-			rows := make([][]string, 0, len(hooks))
-			for _, h := range hooks {
-				state := "active"
-				if !h.IsActive {
-					state = "inactive"
-				} else if h.FailingSince > 0 {
-					state = "failing since " + time.UnixMilli(h.FailingSince).UTC().Format(time.RFC3339)
-				}
-				rows = append(rows, []string{h.ID, h.Line, state, strings.Join(h.Events, ","), h.URL})
+			if err := printResult(a.stdout, f.json, "Created webhook "+h.ID+" for "+from, h); err != nil {
+				return err
 			}
-			return printTable(a.stdout, []string{"ID", "LINE", "STATE", "EVENTS", "URL"}, rows)
-		},
+			if !f.json {
+				fmt.Fprintln(a.stdout, "Deliveries are signed with the secret above: give it to the receiver (client.VerifyWebhook).")
+			}
+			return nil
+		}),
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print the webhooks as a JSON array")
+	f.add(c)
+	c.Flags().StringVar(&hookURL, "url", "", "the receiver's https:// URL (required)")
+	c.Flags().StringArrayVar(&events, "event", nil, "an event to deliver, repeatable (required)")
+	c.Flags().StringVar(&line, "line", "", "the line whose events are delivered (default: the only active line)")
+	return c
+}
+
+func (a *app) webhooksDeleteCommand() *cobra.Command {
+	var f apiFlags
+	c := &cobra.Command{
+		Use:     "delete WEBHOOK_ID",
+		Short:   "Delete a webhook; its pending deliveries are dropped",
+		Example: "  blueline webhooks delete wh_…\n  blueline webhooks delete wh_… --json",
+		Args:    exactArgs(1, "WEBHOOK_ID"),
+		RunE: a.apiRun(&f, func(ctx context.Context, c *apiConn, args []string) error {
+			res, err := c.Webhooks.Delete(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if f.json {
+				return printJSON(a.stdout, res)
+			}
+			_, err = fmt.Fprintf(a.stdout, "Deleted webhook %s\n", res.ID)
+			return err
+		}),
+	}
+	f.add(c)
 	return c
 }
 
@@ -149,7 +248,7 @@ func (a *app) webhooksTestCommand() *cobra.Command {
 receiver answered: HTTP status, latency, the first bytes of its body, or
 what went wrong. The event is of a type the webhook subscribes to (by
 default its first), with sample data in the event's real shape: IDs such
-as msg_test_…, and "test": true beside "event". It is sent once and is not
+as msg_test…, and "test": true beside "event". It is sent once and is not
 recorded as a delivery.
 
 Exits 0 when the receiver answered 2xx, 1 otherwise.`,

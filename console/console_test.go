@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -15,8 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/blueline-app/blueline/config"
-	"github.com/blueline-app/blueline/daemon"
+	"github.com/blueline-app/blueline/daemontest"
 	"github.com/blueline-app/blueline/server"
 )
 
@@ -25,44 +23,20 @@ import (
 // owner's session may see. The browser walk is in e2e (TestConsoleInABrowser).
 
 const (
-	mainLine = "+15550000001"
-	alice    = "+15551110001"
+	mainLine = daemontest.MainLine
+	alice    = daemontest.Alice
 )
 
 type env struct {
 	t     *testing.T
-	d     *daemon.Daemon
 	base  string
 	admin *server.AdminClient
 }
 
 func start(t *testing.T, extra string) *env {
 	t.Helper()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "blueline.toml")
-	doc := fmt.Sprintf(`
-[server]
-listen = "127.0.0.1:0"
-[storage]
-dir = %q
-[sandbox]
-handle = "+15550000000"
-[[lines]]
-handle = %q
-%s`, filepath.Join(dir, "data"), mainLine, extra)
-	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := daemon.Start(context.Background(), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Shutdown(context.Background()) })
-	return &env{t: t, d: d, base: "http://" + d.Addr().String(), admin: server.NewAdminClient(cfg.DataDir())}
+	d := daemontest.Start(t, extra)
+	return &env{t: t, base: d.URL(), admin: d.Admin()}
 }
 
 func (e *env) adminDo(method, path string, in, out any) error {
@@ -369,7 +343,7 @@ func TestOwnerSession(t *testing.T) {
 	}
 	// A chat on the sandbox that is not hers is not found, as by the API.
 	var in map[string]any
-	if err := e.adminDo("POST", "/sim/inbound", map[string]any{"line": "+15550000000", "from": alice, "text": "hi"}, &in); err != nil {
+	if err := e.adminDo("POST", "/sim/inbound", map[string]any{"line": daemontest.SandboxLine, "from": alice, "text": "hi"}, &in); err != nil {
 		t.Fatal(err)
 	}
 	if a := b.do("GET", "/dashboard/chats/"+in["chat_id"].(string), nil); a.status != http.StatusNotFound {

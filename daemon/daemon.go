@@ -28,6 +28,7 @@ import (
 	"github.com/blueline-app/blueline/console"
 	"github.com/blueline-app/blueline/delivery"
 	"github.com/blueline-app/blueline/files"
+	"github.com/blueline-app/blueline/mcpserver"
 	"github.com/blueline-app/blueline/metrics"
 	"github.com/blueline-app/blueline/purge"
 	"github.com/blueline-app/blueline/server"
@@ -175,7 +176,21 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	if con != nil {
 		srvOpts.Dashboard = con
 	}
+	// MCP for agents at /mcp: its tools call the API's own handler in
+	// process (set once the server is built), as the request's key.
+	var apiHandler http.Handler
+	mcpHandler := mcpserver.NewHandler(mcpserver.HandlerOptions{
+		API:              http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { apiHandler.ServeHTTP(w, r) }),
+		AllowPrivateURLs: cfg.Webhooks.AllowPrivateNetworks,
+		RequestsPerHour:  cfg.Limits.RequestsPerHour,
+		SandboxQuota:     cfg.Sandbox.DailyQuota,
+		Version:          o.version,
+		MaxBodyBytes:     cfg.Limits.MaxBodyBytes,
+		Log:              log,
+	})
+	srvOpts.MCP = mcpHandler
 	srv := server.New(db, receiver, store, srvOpts, log)
+	apiHandler = srv.Handler()
 	adminLn, err := server.ListenAdmin(cfg.DataDir())
 	if err != nil {
 		apiLn.Close()
@@ -209,6 +224,8 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 		con.Connect(srv.Handler(), srv.AdminHandler())
 		d.api.RegisterOnShutdown(con.Close)
 	}
+	d.api.RegisterOnShutdown(srv.CloseStreams)
+	d.api.RegisterOnShutdown(mcpHandler.Close) // pending waits answer, so their requests end
 	workerCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	d.stop = stop
 	// Shutting down ends admin requests still streaming (a backup) instead

@@ -186,15 +186,13 @@ func TestIdempotencyKey(t *testing.T) {
 		t.Fatalf("same key, other body: %d %s", r.Status, r.Raw)
 	}
 	// Another API key has its own key space.
-	if other := td.send(td.key(), body, "Idempotency-Key", "order-42"); other["id"] == first["id"] {
+	otherKey := td.key()
+	other := td.send(otherKey, body, "Idempotency-Key", "order-42")
+	if other["id"] == first["id"] {
 		t.Fatal("idempotency keys are shared between API keys")
 	}
-	sent := 0
-	for _, m := range td.call("GET", "/v1/messages?from="+mainLine+"&to="+alice, key, nil).Data() {
-		if m["text"] == "once" {
-			sent++
-		}
-	}
+	// Once sent, the network got the text twice (the first key's one
+	// send, and the other API key's), and history holds those two only.
 	testkit.Eventually(t, 5*time.Second, func() bool {
 		n := 0
 		for _, out := range td.d.Sim().Delivered() {
@@ -202,10 +200,19 @@ func TestIdempotencyKey(t *testing.T) {
 				n++
 			}
 		}
-		return n == 2 // the first key's one send, and the other API key's
+		return n == 2
 	})
-	if sent != 1 {
-		t.Fatalf("%d copies of the message in history", sent)
+	if item := td.waitOutbox(otherKey, other["id"].(string)); item["status"] != "sent" {
+		t.Fatalf("the other key's send: %v", item)
+	}
+	sent := 0
+	for _, m := range td.call("GET", "/v1/messages?from="+mainLine+"&to="+alice, key, nil).Data() {
+		if m["text"] == "once" {
+			sent++
+		}
+	}
+	if sent != 2 {
+		t.Fatalf("%d copies of the message in history, want 2 (one per API key)", sent)
 	}
 }
 

@@ -26,12 +26,12 @@ func TestCLIWebhooksTest(t *testing.T) {
 	if r.Err != nil {
 		t.Fatalf("the test event does not verify with the webhook's secret: %v", r.Err)
 	}
-	if r.Event() != "reaction.added" || r.Body["test"] != true || !strings.HasPrefix(r.DeliveryID(), "dlv_test_") ||
+	if r.Event() != "reaction.added" || r.Body["test"] != true || !strings.HasPrefix(r.DeliveryID(), "dlv_test") ||
 		r.Header.Get(signature.HeaderDeliveryID) != r.DeliveryID() {
 		t.Errorf("test event: %s", r.Raw)
 	}
 	assertConforms(t, "test reaction.added", response{Status: 200, Body: r.Body, Raw: r.Raw}, sdkEvent(sdkReactionEventData))
-	if d := r.Data(); !strings.HasPrefix(d["id"].(string), "rxn_test_") || d["line_handle"] != mainLine {
+	if d := r.Data(); !strings.HasPrefix(d["id"].(string), "rxn_test") || d["line_handle"] != mainLine {
 		t.Errorf("test reaction data: %v", d)
 	}
 	if f := strings.Split(strings.TrimSpace(out), "\t"); len(f) != 5 || f[0] != id || f[1] != "reaction.added" || f[2] != "200" ||
@@ -54,7 +54,7 @@ func TestCLIWebhooksTest(t *testing.T) {
 		t.Fatalf("second test event (%v): %s", r.Err, r.Raw)
 	}
 	assertConforms(t, "test message.received", response{Status: 200, Body: r.Body, Raw: r.Raw}, sdkEvent(sdkMessageEventData))
-	if d := r.Data(); !strings.HasPrefix(d["id"].(string), "msg_test_") || d["is_from_me"] != false {
+	if d := r.Data(); !strings.HasPrefix(d["id"].(string), "msg_test") || d["is_from_me"] != false {
 		t.Errorf("test message data: %v", d)
 	}
 	if res.Event != "message.received" || res.StatusCode != 200 || res.LatencyMs == nil || res.Body != "thanks\n" ||

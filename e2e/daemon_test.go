@@ -8,11 +8,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,22 +19,25 @@ import (
 	"github.com/blueline-app/blueline/cli"
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/daemon"
+	"github.com/blueline-app/blueline/daemontest"
 	"github.com/blueline-app/blueline/testkit"
 )
 
-// Handles of the test configuration.
+// Handles of the test configuration (see daemontest.Config).
 const (
-	sandboxLine = "+15550000000"
-	mainLine    = "+15550000001"
-	smsLine     = "+15550000002"
-	plainLine   = "+15550000003" // no advanced features
-	alice       = "+15551110001"
-	bob         = "+15551110002"
-	carol       = "+15551110003"
+	sandboxLine = daemontest.SandboxLine
+	mainLine    = daemontest.MainLine
+	smsLine     = daemontest.SMSLine
+	plainLine   = daemontest.PlainLine // no advanced features
+	alice       = daemontest.Alice
+	bob         = daemontest.Bob
+	carol       = daemontest.Carol
 )
 
 // testDaemon is a real daemon on a temporary data folder, listening on a
-// loopback port of its own.
+// loopback port of its own. Its fields stay open to the suite (a test may
+// rewrite the configuration or move the data folder between stop and
+// start); starting and stopping are daemontest's.
 type testDaemon struct {
 	t       testing.TB
 	cfgPath string
@@ -47,37 +48,7 @@ type testDaemon struct {
 
 // testConfig is the configuration file of a test daemon; extra TOML is
 // appended (so tests can add sections).
-func testConfig(dataDir, extra string) string {
-	return fmt.Sprintf(`
-[server]
-listen = "127.0.0.1:0"
-
-[storage]
-dir = %q
-
-[sandbox]
-handle = %q
-daily_quota = 5
-
-[[lines]]
-handle = %q
-label = "Main line"
-advanced_features = true
-
-[[lines]]
-handle = %q
-label = "SMS line"
-service = "sms"
-
-[[lines]]
-handle = %q
-
-[delivery]
-max_attempts = 3
-retry_base = "5ms"
-retry_max = "20ms"
-%s`, dataDir, sandboxLine, mainLine, smsLine, plainLine, extra)
-}
+func testConfig(dataDir, extra string) string { return daemontest.Config(dataDir, extra) }
 
 func startTestDaemon(t testing.TB, extra string) *testDaemon {
 	t.Helper()
@@ -91,20 +62,15 @@ func startTestDaemon(t testing.TB, extra string) *testDaemon {
 // temporary folder; the daemon is not started.
 func newTestDaemon(t testing.TB, extra string) *testDaemon {
 	t.Helper()
-	dir := t.TempDir()
-	td := &testDaemon{t: t, cfgPath: filepath.Join(dir, "blueline.toml"), dataDir: filepath.Join(dir, "data")}
-	writeFile(t, td.cfgPath, testConfig(td.dataDir, extra))
+	td := &testDaemon{t: t}
+	td.cfgPath, td.dataDir = daemontest.WriteConfig(t, extra)
 	return td
 }
 
 // config loads the daemon's configuration file.
 func (td *testDaemon) config() *config.Config {
 	td.t.Helper()
-	cfg, err := config.Load(td.cfgPath)
-	if err != nil {
-		td.t.Fatal(err)
-	}
-	return cfg
+	return daemontest.LoadConfig(td.t, td.cfgPath)
 }
 
 // keptLog is a debug-level logger whose output the test can read (and
@@ -120,28 +86,15 @@ func keptLog() (*slog.Logger, *testkit.LogBuffer) {
 
 func (td *testDaemon) start() {
 	td.t.Helper()
-	cfg := td.config()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	var err error
-	td.d, err = daemon.Start(context.Background(), cfg, log)
-	if err != nil {
-		td.t.Fatal(err)
-	}
-	td.base = "http://" + td.d.Addr().String()
+	td.d = daemontest.Run(td.t, td.cfgPath)
+	td.base = daemontest.URL(td.d)
 }
 
 func (td *testDaemon) stop() {
 	if td.d == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := td.d.Shutdown(ctx); err != nil {
-		td.t.Errorf("shutdown: %v", err)
-	}
+	daemontest.Shutdown(td.t, td.d)
 	td.d = nil
 }
 
@@ -149,7 +102,7 @@ func (td *testDaemon) stop() {
 func (td *testDaemon) cli(args ...string) (stdout, stderr string, code int) {
 	td.t.Helper()
 	var out, errOut bytes.Buffer
-	code = cli.Run(context.Background(), cli.Build{}, append(args, "--config", td.cfgPath), &out, &errOut)
+	code = cli.Run(context.Background(), cli.Build{}, append(args, "--config", td.cfgPath), nil, &out, &errOut)
 	return out.String(), errOut.String(), code
 }
 

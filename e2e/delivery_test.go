@@ -233,6 +233,6 @@ func writeFile(t testing.TB, path, content string) {
 
 func runCLI(args ...string) (stdout, stderr string, code int) {
 	var out, errOut bytes.Buffer
-	code = cli.Run(context.Background(), cli.Build{}, args, &out, &errOut)
+	code = cli.Run(context.Background(), cli.Build{}, args, nil, &out, &errOut)
 	return out.String(), errOut.String(), code
 }

@@ -72,7 +72,7 @@ func TestDaemonRefusesPlantedSocketFolder(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	code := cli.Run(ctx, cli.Build{}, []string{"serve", "--config", cfgPath}, &out, &errOut)
+	code := cli.Run(ctx, cli.Build{}, []string{"serve", "--config", cfgPath}, nil, &out, &errOut)
 	if code != 1 {
 		t.Fatalf("serve on a planted folder: exit %d\n%s", code, errOut.String())
 	}

@@ -234,7 +234,7 @@ trusted_roots = %q
 
 	// 2. The API over HTTPS (HTTP/2), with a key from the CLI.
 	var keyOut, keyErr bytes.Buffer
-	if code := cli.Run(context.Background(), cli.Build{}, []string{"keys", "create", "--label", "tls", "--owner", "t", "--config", td.cfgPath}, &keyOut, &keyErr); code != 0 {
+	if code := cli.Run(context.Background(), cli.Build{}, []string{"keys", "create", "--label", "tls", "--owner", "t", "--config", td.cfgPath}, nil, &keyOut, &keyErr); code != 0 {
 		t.Fatalf("keys create: %s", keyErr.String())
 	}
 	key := strings.TrimSpace(keyOut.String())

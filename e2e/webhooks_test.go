@@ -58,7 +58,9 @@ func newReceiver(t *testing.T, answer func(n int, w http.ResponseWriter, r *http
 	if answer == nil {
 		answer = func(int, http.ResponseWriter, *http.Request) int { return 200 }
 	}
-	return &receiver{Receiver: apitest.NewReceiver(t, true, answer), t: t}
+	rc := &receiver{Receiver: apitest.NewReceiver(t, true, answer), t: t}
+	rc.CheckEvents() // the daemon's real deliveries
+	return rc
 }
 
 // waitRequests waits until the receiver has had at least n requests.

@@ -358,7 +358,7 @@ func serve(t *testing.T) *files.Store {
 // value pairs.
 func do(t *testing.T, method, url string, header ...string) (*http.Response, string) {
 	t.Helper()
-	resp, body := apitest.Client{TB: t}.Fetch(method, url, header...)
+	resp, body := apitest.Client{TB: t, Part: true}.Fetch(method, url, header...)
 	return resp, string(body)
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/blueline-app/blueline/api"
 	"io"
 	"io/fs"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/bridge/sim"
 	"github.com/blueline-app/blueline/handle"
@@ -752,23 +752,29 @@ func (s *Server) adminTestWebhook(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
+// sampleID is an ID of the right kind and shape whose body starts with
+// "test", so that a receiver can tell a test event's records apart.
+func sampleID(prefix string) string {
+	return prefix + "test" + storage.NewID(prefix)[len(prefix)+len("test"):]
+}
+
 // sampleDelivery is a made-up delivery of event on line, at now, whose
-// records carry IDs of the right kind with "test_" after the prefix.
+// records carry IDs of the right kind and shape (sampleID).
 func sampleDelivery(event string, line storage.Line, now int64) storage.Delivery {
 	const contact = "+15555550100"
 	text := "Test event from Blueline"
-	chat := storage.Chat{ID: storage.NewID("cht_test_"), LineID: line.ID, GUID: "iMessage;+;chat_test", Identifier: "chat_test",
+	chat := storage.Chat{ID: sampleID("cht_"), LineID: line.ID, GUID: "iMessage;+;chat_test", Identifier: "chat_test",
 		Service: line.Service, Name: "Blueline test", IsGroup: true, Participants: []string{contact},
 		HasReceivedInbound: true, LastMessageAt: now, CreatedAt: now}
-	msg := storage.Message{ID: storage.NewID("msg_test_"), LineID: line.ID, ChatID: chat.ID, GUID: storage.NewID("guid_test_"),
+	msg := storage.Message{ID: sampleID("msg_"), LineID: line.ID, ChatID: chat.ID, GUID: sampleID("guid_"),
 		Sender: contact, Text: &text, Service: line.Service, SentAt: now, SyncedAt: now}
-	d := storage.Delivery{ID: storage.NewID("dlv_test_"), LineID: line.ID, ChatID: chat.ID, Event: event, CreatedAt: now}
+	d := storage.Delivery{ID: sampleID("dlv_"), LineID: line.ID, ChatID: chat.ID, Event: event, CreatedAt: now}
 	switch event {
 	case storage.EventReactionAdded, storage.EventReactionRemoved:
-		d.Reaction = &storage.Reaction{ID: storage.NewID("rxn_test_"), MessageID: msg.ID, ChatID: chat.ID, LineID: line.ID, Type: "love",
+		d.Reaction = &storage.Reaction{ID: sampleID("rxn_"), MessageID: msg.ID, ChatID: chat.ID, LineID: line.ID, Type: "love",
 			Sender: contact, Added: event == storage.EventReactionAdded, SentAt: now, SyncedAt: now}
 	case storage.EventReceiptRead:
-		d.Receipt = &storage.Receipt{ID: storage.NewID("rcp_test_"), ChatID: chat.ID, Handle: contact, LastReadAt: now, SyncedAt: now}
+		d.Receipt = &storage.Receipt{ID: sampleID("rcp_"), ChatID: chat.ID, Handle: contact, LastReadAt: now, SyncedAt: now}
 	case storage.EventChatUpdated:
 		d.ChatUpdate = &storage.ChatUpdate{Chat: chat, Action: bridge.ChatRenamed, Name: chat.Name, By: contact, At: now}
 	default:

@@ -410,7 +410,7 @@ func (c *AdminClient) Do(ctx context.Context, method, path string, in, out any) 
 		}
 		body = bytes.NewReader(data)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://blueline"+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, AdminBaseURL+path, body)
 	if err != nil {
 		return err
 	}
@@ -431,6 +431,15 @@ func (c *AdminClient) Do(ctx context.Context, method, path string, in, out any) 
 	}
 	return json.Unmarshal(data, out)
 }
+
+// AdminBaseURL is the base URL of requests over the admin socket: the
+// socket is what they reach, whatever the host.
+const AdminBaseURL = "http://blueline"
+
+// HTTPClient is an HTTP client over the admin socket without a timeout of
+// its own, for the API the socket serves (/v1/…, as the host's operator:
+// see asHost) and its event stream. Requests go to AdminBaseURL.
+func (c *AdminClient) HTTPClient() *http.Client { return &http.Client{Transport: c.http.Transport} }
 
 // send makes a request, reporting a socket nobody answers on as
 // ErrDaemonNotRunning, and a socket refused as the refusal alone.

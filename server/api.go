@@ -2,12 +2,12 @@ package server
 
 import (
 	"github.com/blueline-app/blueline/api"
-
 	"github.com/blueline-app/blueline/storage"
 )
 
-// The API's resource shapes. Storage types carry more (indexes, delivery
-// bookkeeping); these are exactly what clients see.
+// The toAPI… functions turn storage records into the API's shapes (package
+// api). Storage types carry more (indexes, delivery bookkeeping); the shapes
+// are exactly what clients see.
 
 func (s *Server) toAPILine(l storage.Line) api.Line {
 	return api.Line{ID: l.ID, Handle: l.Handle, Label: nonEmpty(l.Label), Service: l.Service, IsActive: true,

@@ -30,7 +30,7 @@ func (s *Server) adminBackup(w http.ResponseWriter, r *http.Request, _ httproute
 // Do, it has no overall timeout, only ctx. The caller reads the body and
 // closes it; a body cut short reads as an error (io.ErrUnexpectedEOF).
 func (c *AdminClient) Stream(ctx context.Context, path string) (io.ReadCloser, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://blueline"+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, AdminBaseURL+path, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -61,4 +62,18 @@ type Dashboard interface {
 	// SetPassword sets the password for signing in without a link over
 	// TLS; "" removes it.
 	SetPassword(ctx context.Context, password string) error
+}
+
+// OwnerHeader, on the admin socket's API, makes a request act as that
+// owner's key rather than as the host's operator.
+const OwnerHeader = "Blueline-Owner"
+
+// asHost serves the API on the admin socket: each request acts as a key
+// with every scope and every line, with the owner OwnerHeader names (none
+// by default). Only the daemon's user reaches the socket (adminsock.go).
+func (s *Server) asHost(api http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		k := storage.Key{ID: "host", Label: "admin socket", Scopes: Scopes, Owner: strings.TrimSpace(r.Header.Get(OwnerHeader))}
+		api.ServeHTTP(w, r.WithContext(WithCaller(r.Context(), k)))
+	})
 }

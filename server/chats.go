@@ -2,9 +2,9 @@ package server
 
 import (
 	"errors"
-	"github.com/blueline-app/blueline/api"
 	"net/http"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/storage"
 )
 

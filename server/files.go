@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/blueline-app/blueline/api"
 	"io"
 	"net/http"
 	"net/url"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/files"
 	"github.com/blueline-app/blueline/mediatype"
 	"github.com/blueline-app/blueline/storage"

@@ -3,6 +3,8 @@ package server
 import (
 	"net/http"
 
+	"github.com/blueline-app/blueline/apidoc"
+
 	"github.com/julienschmidt/httprouter"
 )
 
@@ -55,4 +57,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, code, map[string]any{"status": status, "checks": body})
+}
+
+// openAPIDocument serves the API's OpenAPI document, embedded in the binary.
+func (s *Server) openAPIDocument(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=3600")
+	w.Write(apidoc.JSON())
 }

@@ -1,9 +1,10 @@
 package server
 
 import (
-	"github.com/blueline-app/blueline/api"
 	"net/http"
 	"slices"
+
+	"github.com/blueline-app/blueline/api"
 )
 
 // listLines returns every line the key may use. The list is short and

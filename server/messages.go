@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/blueline-app/blueline/api"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/mediatype"
 	"github.com/blueline-app/blueline/storage"
 )

@@ -2,11 +2,11 @@ package server
 
 import (
 	"errors"
-	"github.com/blueline-app/blueline/api"
 	"net/http"
 	"slices"
 	"strings"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/storage"
 )

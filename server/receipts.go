@@ -1,9 +1,9 @@
 package server
 
 import (
-	"github.com/blueline-app/blueline/api"
 	"net/http"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/storage"
 )
 

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/blueline-app/blueline/api"
 	"net/http"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/storage"
 )
 

@@ -26,6 +26,8 @@ func (s *Server) routes(r patternRouter) {
 	r.GET("/v1/sandbox", s.api(anyScope, s.getSandbox))
 	r.POST("/v1/sandbox", s.api(anyScope, s.startSandbox))
 	r.GET("/v1/webhooks", s.api("webhooks:read", s.listWebhooks))
+	// What webhooks receive, streamed (server-sent events): `listen`.
+	r.GET("/v1/events", s.api("webhooks:read", s.streamEvents))
 	r.POST("/v1/webhooks", s.api("webhooks:write", s.createWebhook))
 	r.DELETE("/v1/webhooks", s.api("webhooks:write", s.deleteWebhook))
 	r.GET("/v1/files", s.api("files:read", s.getFile))
@@ -39,6 +41,9 @@ func (s *Server) routes(r patternRouter) {
 	r.HEAD("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
 	r.HEAD("/readyz", s.readyz)
+	// The API's own description (OpenAPI 3.1): public, like the API's
+	// documentation.
+	r.GET("/v1/openapi.json", s.openAPIDocument)
 }
 
 // adminRoutes is the one place where the admin socket's routes are wired.
@@ -66,6 +71,13 @@ func (s *Server) adminRoutes(r *httprouter.Router) {
 	r.GET("/dashboard/sessions", s.handle(s.adminDashboardSessions))
 	r.POST("/dashboard/sessions/end", s.handle(s.adminDashboardSignOut))
 	r.GET("/backup", s.adminBackup)
+	// The API itself, for the host's own tools (the command line's client
+	// commands, listen, mcp): as the host's operator, or as the owner the
+	// Blueline-Owner header names.
+	api := s.asHost(s.Handler())
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		r.Handler(m, "/v1/*path", api)
+	}
 	if s.opts.Metrics != nil {
 		r.Handler(http.MethodGet, "/metrics", s.opts.Metrics.Handler())
 	}

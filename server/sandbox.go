@@ -2,12 +2,12 @@ package server
 
 import (
 	"context"
-	"github.com/blueline-app/blueline/api"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/storage"
 )
 

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -52,6 +53,9 @@ type Options struct {
 	// Dashboard is served under /dashboard/ on the API listener; nil
 	// serves none.
 	Dashboard Dashboard
+	// MCP is served at /mcp (MCPPath) on the API listener, to requests
+	// with a valid API key only (see mcpHandler); nil serves none.
+	MCP http.Handler
 }
 
 // Server serves the API.
@@ -64,6 +68,9 @@ type Server struct {
 	limiter *limiter
 	keyUse  *keyUse
 	now     func() time.Time
+
+	streamsDone  chan struct{} // closed by CloseStreams
+	closeStreams sync.Once
 }
 
 // New returns a server over db and files.
@@ -72,7 +79,7 @@ func New(db *storage.DB, inbound InboundRecorder, files FileStore, opts Options,
 		opts.Advanced = func(l storage.Line) bool { return l.AdvancedFeatures }
 	}
 	return &Server{db: db, inbound: inbound, files: files, opts: opts, log: log, limiter: newLimiter(opts.RequestsPerHour),
-		keyUse: &keyUse{db: db, last: map[string]time.Time{}}, now: time.Now}
+		keyUse: &keyUse{db: db, last: map[string]time.Time{}}, now: time.Now, streamsDone: make(chan struct{})}
 }
 
 // apiHandler handles an authenticated request; an error it returns is
@@ -106,6 +113,17 @@ func (s *Server) Handler() http.Handler {
 				return
 			}
 			api.ServeHTTP(w, r)
+		})
+	}
+	if s.opts.MCP != nil {
+		// The MCP endpoint: a key first, and CORS of its own (mcp.go).
+		next, mcp := h, s.mcpHandler(s.opts.MCP)
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == MCPPath {
+				mcp.ServeHTTP(w, r)
+				return
+			}
+			next.ServeHTTP(w, r)
 		})
 	}
 	// Inside withRequestID, so that a body cut off is logged and counted
@@ -184,20 +202,38 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // instead of being copied through a small buffer.
 func (w *statusWriter) ReadFrom(r io.Reader) (int64, error) { return io.Copy(w.ResponseWriter, r) }
 
-// cors lets browser apps call the API. Keys travel in a header, never in
-// cookies, so any origin may call.
+// corsPolicy is what browsers may do cross-origin on a part of the API.
+// Keys travel in a header, never in cookies, so any origin may call.
+type corsPolicy struct {
+	expose, allowHeaders string
+}
+
+var apiCORS = corsPolicy{
+	expose:       "X-Request-Id, Retry-After, Location, Idempotent-Replayed, Content-Disposition, Content-Range",
+	allowHeaders: "Authorization, Content-Type, Idempotency-Key, X-Filename, Range",
+}
+
+// answer sets the CORS headers and answers a preflight (an OPTIONS
+// request), reporting whether it did.
+func (p corsPolicy) answer(w http.ResponseWriter, r *http.Request) bool {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Expose-Headers", p.expose)
+	if r.Method != http.MethodOptions {
+		return false
+	}
+	h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
+	h.Set("Access-Control-Allow-Headers", p.allowHeaders)
+	h.Set("Access-Control-Max-Age", "86400")
+	w.WriteHeader(http.StatusNoContent)
+	return true
+}
+
+// cors lets browser apps call the API.
 func cors(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Access-Control-Allow-Origin", "*")
-		h.Set("Access-Control-Expose-Headers", "X-Request-Id, Retry-After, Location, Idempotent-Replayed, Content-Disposition, Content-Range")
-		if r.Method == http.MethodOptions {
-			h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
-			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Idempotency-Key, X-Filename, Range")
-			h.Set("Access-Control-Max-Age", "86400")
-			w.WriteHeader(http.StatusNoContent)
-			return
+		if !apiCORS.answer(w, r) {
+			next.ServeHTTP(w, r)
 		}
-		next.ServeHTTP(w, r)
 	})
 }

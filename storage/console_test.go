@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/blueline-app/blueline/storage"
 )
@@ -148,5 +149,37 @@ func TestRecentOutbox(t *testing.T) {
 	page, next, _ = db.RecentOutbox(ctx, storage.OutboxFilter{Status: storage.StatusFailed}, "", 10, 2)
 	if len(page) != 0 || next != ids[3] {
 		t.Fatalf("scan-limited page: %d items, next %q, want none and %q", len(page), next, ids[3])
+	}
+}
+
+func TestEventsBefore(t *testing.T) {
+	db, line := openDB(t)
+	if seq, err := db.EventsBefore(ctx, 1); err != nil || seq != 0 {
+		t.Fatalf("no events: %d %v", seq, err)
+	}
+	for i := range 7 {
+		// A millisecond apart, so that each event has a time of its own.
+		for start := time.Now().UnixMilli(); time.Now().UnixMilli() == start; {
+		}
+		inbound(t, db, line, "+1555111000"+string(rune('0'+i)), int64(i))
+	}
+	events, _ := db.Events(ctx, 0, 10)
+	if events[0].ID == "" || !storage.ValidID(events[0].ID, "evt_") || events[0].ID == events[1].ID {
+		t.Fatalf("event IDs %q %q", events[0].ID, events[1].ID)
+	}
+	for i, e := range events {
+		if i > 0 && events[i-1].At >= e.At {
+			t.Fatalf("events %d and %d share a time", i, i+1)
+		}
+		if seq, err := db.EventsBefore(ctx, e.At); err != nil || seq != e.Seq-1 {
+			t.Errorf("before event %d (at %d): %d %v", e.Seq, e.At, seq, err)
+		}
+	}
+	last := events[len(events)-1]
+	if seq, _ := db.EventsBefore(ctx, last.At+1); seq != last.Seq {
+		t.Errorf("after the last: %d, want %d", seq, last.Seq)
+	}
+	if seq, _ := db.EventsBefore(ctx, 0); seq != 0 {
+		t.Errorf("before the first: %d, want 0", seq)
 	}
 }

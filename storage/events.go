@@ -13,7 +13,10 @@ import (
 // kept in commit order whether or not a webhook wants it, so that a live
 // reader (the console) can follow everything and resume where it stopped.
 type Event struct {
-	Seq    uint64 `json:"seq"` // 1, 2, … in commit order
+	Seq uint64 `json:"seq"` // 1, 2, … in commit order
+	// ID names the event wherever it is shown (evt_…): a reader that sees
+	// it twice, after a reconnect, can tell.
+	ID     string `json:"id"`
 	Name   string `json:"event"`
 	LineID string `json:"line_id"`
 	ChatID string `json:"chat_id"`
@@ -57,7 +60,7 @@ func (db *DB) appendEvent(tx *bolt.Tx, e Event) error {
 	if err != nil {
 		return err
 	}
-	e.Seq = seq
+	e.Seq, e.ID = seq, NewID("evt_")
 	if err := putJSON(b, u64(seq), e); err != nil {
 		return err
 	}
@@ -93,6 +96,45 @@ func (db *DB) LastEventSeq(ctx context.Context) (uint64, error) {
 		return nil
 	})
 	return seq, err
+}
+
+// EventsBefore is the number of the last event older than at (Unix ms): a
+// reader that wants the events from at on starts after it. Events are in
+// time order, so it is a binary search over their numbers.
+func (db *DB) EventsBefore(ctx context.Context, at int64) (uint64, error) {
+	var before uint64
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bktEvents).Cursor()
+		first, _ := c.First()
+		last, _ := c.Last()
+		if first == nil {
+			return nil
+		}
+		lo, hi := binary.BigEndian.Uint64(first), binary.BigEndian.Uint64(last)
+		before = lo - 1
+		// Invariant: every event numbered up to before is older than at;
+		// none after hi is. Numbers are contiguous from the first kept.
+		for lo <= hi {
+			mid := lo + (hi-lo)/2
+			k, v := c.Seek(u64(mid))
+			if k == nil {
+				break
+			}
+			var e struct {
+				At int64 `json:"at"`
+			}
+			if err := json.Unmarshal(v, &e); err != nil {
+				return err
+			}
+			if e.At < at {
+				before, lo = binary.BigEndian.Uint64(k), binary.BigEndian.Uint64(k)+1
+			} else {
+				hi = mid - 1
+			}
+		}
+		return nil
+	})
+	return before, err
 }
 
 // PurgeEvents forgets the events older than before (Unix ms).

@@ -465,7 +465,7 @@ func send(ctx context.Context, client *http.Client, timeout time.Duration, hook 
 		return answer{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "Blueline-Webhooks/1")
+	req.Header.Set("User-Agent", signature.UserAgent)
 	req.Header.Set(signature.HeaderSignature, signature.Sign(hook.Secret, env.Timestamp, body))
 	req.Header.Set(signature.HeaderTimestamp, fmt.Sprint(env.Timestamp))
 	req.Header.Set(signature.HeaderDeliveryID, env.DeliveryID)

@@ -28,6 +28,8 @@ const (
 	HeaderSignature  = "X-Webhook-Signature"
 	HeaderTimestamp  = "X-Webhook-Timestamp"
 	HeaderDeliveryID = "X-Webhook-Delivery-Id"
+	// UserAgent is the User-Agent of every delivery.
+	UserAgent = "Blueline-Webhooks/1"
 )
 
 // Tolerance is how far a delivery's timestamp may be from the receiver's

@@ -1,0 +1,430 @@
+// Package mcpserver is Blueline's MCP server (Model Context Protocol, on
+// the official Go SDK): the tools an AI agent needs to hold a conversation
+// on a line — list lines and chats, read a chat, send (text, an attachment,
+// a reply), react, show typing, mark read, check an outbox item, and wait
+// for the contact's next message.
+//
+// Every tool acts through Blueline's HTTP API with the typed client
+// (package client), so an agent is held to exactly what its key may do:
+// scopes, line restrictions, the sandbox, contact-first, rate limits and
+// quotas. New builds the server for one client (the stdio command,
+// `blueline mcp`); NewHandler serves it over streamable HTTP at /mcp on the
+// API's own listener, each call acting as the bearer key of its request and
+// reaching the API in process (InProcess).
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client"
+)
+
+// Options configure the MCP server.
+type Options struct {
+	// Client returns the API client a tool call acts through (required).
+	Client func(req *mcp.CallToolRequest) (*client.Client, error)
+	// AttachDir, when set, lets send_message attach files under this
+	// folder of the machine the server runs on, by path. Empty refuses
+	// every local path: a contact could otherwise talk an agent into
+	// sending them any file the process can read.
+	AttachDir string
+	// AllowPrivateURLs lets send_message fetch attachments from URLs whose
+	// host is not a public address (loopback, private networks, cloud
+	// metadata). Off, those URLs are refused (SSRF).
+	AllowPrivateURLs bool
+	// RequestsPerHour and SandboxQuota are the limits the tool
+	// descriptions state; 0 states the defaults.
+	RequestsPerHour int
+	SandboxQuota    int
+	// Version is the server's version, as MCP clients see it.
+	Version string
+	// Done, when closed, ends the waits in progress (the daemon is
+	// shutting down); nil never does.
+	Done <-chan struct{}
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+}
+
+// Limits on the wait tool's timeout, in seconds.
+const (
+	DefaultWaitSeconds = 30
+	MaxWaitSeconds     = 300
+)
+
+// New returns the MCP server with Blueline's tools.
+func New(opts Options) *mcp.Server {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "blueline", Title: "Blueline", Version: opts.Version},
+		&mcp.ServerOptions{Instructions: instructions(opts), Capabilities: &mcp.ServerCapabilities{}})
+	t := &tools{opts: opts}
+	t.add(s)
+	return s
+}
+
+// instructions is what an MCP client may show its model about the server
+// as a whole: the rules every tool is held to.
+func instructions(opts Options) string {
+	return "Blueline sends and receives iMessage/SMS texts through lines (phone numbers or account handles). " +
+		"Typical loop: list_lines, list_chats, read_messages, then send_message and wait_for_message (pass its cursor along). " +
+		rules(opts)
+}
+
+// rules states the contact-first rule and the pace an agent must keep.
+func rules(opts Options) string {
+	perHour := "1000 requests an hour by default"
+	if opts.RequestsPerHour > 0 {
+		perHour = fmt.Sprintf("%d requests an hour", opts.RequestsPerHour)
+	}
+	quota := "50 by default"
+	if opts.SandboxQuota > 0 {
+		quota = fmt.Sprintf("%d", opts.SandboxQuota)
+	}
+	return "Contact-first: a line may only message a contact (or a group) that has written to it first; " +
+		"otherwise the send is refused with contact_has_not_messaged. The sandbox line is the exception once paired: " +
+		"it may message only its owner's paired phone. " +
+		"Pace: every tool call is an API request, limited per key (" + perHour + ", then rate_limit_exceeded with a wait); " +
+		"the sandbox line accepts at most " + quota + " messages per owner per UTC day (sandbox_quota_exceeded). " +
+		"A chat's messages go out one at a time, in order. Write like a person: one message per turn, answer what the contact wrote, " +
+		"never repeat a message or send unprompted bursts."
+}
+
+type tools struct{ opts Options }
+
+// client is the API client of a call.
+func (t *tools) client(req *mcp.CallToolRequest) (*client.Client, error) {
+	if t.opts.Client == nil {
+		return nil, errors.New("no Blueline API client configured")
+	}
+	return t.opts.Client(req)
+}
+
+// apiError is an error as the tool's result says it: the API's code and
+// message, and what to do about a limit.
+func apiError(err error) error {
+	e, ok := errors.AsType[*client.Error](err)
+	if !ok {
+		return err
+	}
+	var b strings.Builder
+	if e.Code != "" {
+		fmt.Fprintf(&b, "%s (HTTP %d): %s", e.Code, e.Status, e.Message)
+	} else {
+		fmt.Fprintf(&b, "HTTP %d: %s", e.Status, e.Message)
+	}
+	if e.Param != "" {
+		fmt.Fprintf(&b, " (parameter %s)", e.Param)
+	}
+	if e.RetryAfter > 0 {
+		fmt.Fprintf(&b, " Wait %s before trying again; do not retry sooner.", e.RetryAfter.Round(time.Second))
+	}
+	return errors.New(b.String())
+}
+
+// Line is a line as the tools show it.
+type Line = api.Line
+
+// Chat is a chat as the tools show it.
+type Chat = api.Chat
+
+// Message is a message as the tools show it.
+type Message = api.Message
+
+// Outbox is a write on its way out: an outbox item without its payload.
+type Outbox struct {
+	ID          string  `json:"id" jsonschema:"the outbox item ID (obx_…): pass it to get_outbox_item"`
+	LineID      string  `json:"line_id"`
+	Status      string  `json:"status" jsonschema:"pending, claimed, sent or failed"`
+	Error       *string `json:"error" jsonschema:"why it failed, or the last error of a retried attempt"`
+	Attempts    int     `json:"attempts"`
+	MaxAttempts int     `json:"max_attempts"`
+	CreatedAt   int64   `json:"created_at" jsonschema:"Unix milliseconds"`
+	CompletedAt *int64  `json:"completed_at" jsonschema:"Unix milliseconds, when it was sent or failed"`
+	Replayed    bool    `json:"replayed,omitempty" jsonschema:"true when an earlier call with the same idempotency_key was answered and nothing was sent again"`
+}
+
+func outboxOf(item *api.OutboxItem, replayed bool) Outbox {
+	return Outbox{ID: item.ID, LineID: item.LineID, Status: item.Status, Error: item.Error, Attempts: item.Attempts,
+		MaxAttempts: item.MaxAttempts, CreatedAt: item.CreatedAt, CompletedAt: item.CompletedAt, Replayed: replayed}
+}
+
+// Tool inputs and outputs.
+type (
+	ListLinesInput  struct{}
+	ListLinesOutput struct {
+		Lines []Line `json:"lines"`
+	}
+
+	ListChatsInput struct {
+		Line   string `json:"line" jsonschema:"the line: its handle or ln_ ID, as list_lines shows it"`
+		Limit  int    `json:"limit,omitempty" jsonschema:"how many chats, 1 to 100 (default 20)"`
+		Cursor string `json:"cursor,omitempty" jsonschema:"next_cursor of the previous call, for the next page"`
+	}
+	ListChatsOutput struct {
+		Chats      []Chat `json:"chats" jsonschema:"most recent message first"`
+		NextCursor string `json:"next_cursor,omitempty" jsonschema:"pass as cursor for more; absent on the last page"`
+	}
+
+	ReadMessagesInput struct {
+		Line   string `json:"line" jsonschema:"the line: its handle or ln_ ID"`
+		Chat   string `json:"chat" jsonschema:"the chat: the contact's handle (e.g. +15551230001) or a cht_ chat ID from list_chats"`
+		Limit  int    `json:"limit,omitempty" jsonschema:"how many of the most recent messages, 1 to 100 (default 20)"`
+		Before string `json:"before,omitempty" jsonschema:"older_cursor of the previous call, for older messages"`
+	}
+	ReadMessagesOutput struct {
+		Messages    []Message `json:"messages" jsonschema:"oldest first; is_from_me is true for the line's own messages"`
+		OlderCursor string    `json:"older_cursor,omitempty" jsonschema:"pass as before for older messages; absent when there are none"`
+		WaitCursor  string    `json:"wait_cursor" jsonschema:"pass as cursor to wait_for_message so that nothing arriving after this read is missed"`
+	}
+
+	SendMessageInput struct {
+		Line           string `json:"line" jsonschema:"the sending line: its handle or ln_ ID"`
+		To             string `json:"to" jsonschema:"the contact's handle or a cht_ chat ID (groups)"`
+		Text           string `json:"text,omitempty" jsonschema:"the text; required unless attachment is given"`
+		Attachment     string `json:"attachment,omitempty" jsonschema:"one file to attach: a file_ ID already uploaded, an http(s) URL the server fetches, or (only when the server allows it) a local file path"`
+		ReplyTo        string `json:"reply_to,omitempty" jsonschema:"answer a message of the same chat: its msg_ ID or GUID"`
+		IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"any unique string; calling again with the same key and request sends nothing twice (24 hours)"`
+	}
+
+	ReactInput struct {
+		Line      string `json:"line" jsonschema:"the line: its handle or ln_ ID"`
+		Chat      string `json:"chat" jsonschema:"the chat: the contact's handle or a cht_ chat ID"`
+		MessageID string `json:"message_id" jsonschema:"the message to react to: its msg_ ID or GUID"`
+		Type      string `json:"type" jsonschema:"the tapback"`
+		Remove    bool   `json:"remove,omitempty" jsonschema:"take the line's tapback of this type back"`
+	}
+
+	TypingInput struct {
+		Line  string `json:"line" jsonschema:"the line: its handle or ln_ ID"`
+		Chat  string `json:"chat" jsonschema:"the chat: the contact's handle or a cht_ chat ID"`
+		State string `json:"state,omitempty" jsonschema:"on (default) shows the typing indicator, off hides it"`
+	}
+
+	MarkReadInput struct {
+		Line string `json:"line" jsonschema:"the line: its handle or ln_ ID"`
+		Chat string `json:"chat" jsonschema:"the chat: the contact's handle or a cht_ chat ID"`
+	}
+
+	GetOutboxInput struct {
+		ID string `json:"id" jsonschema:"the outbox item ID (obx_…) a send, react, set_typing or mark_read returned"`
+	}
+
+	WaitInput struct {
+		Line           string `json:"line" jsonschema:"the line: its handle or ln_ ID"`
+		Chat           string `json:"chat,omitempty" jsonschema:"the chat: the contact's handle or a cht_ chat ID; omitted waits for any chat of the line"`
+		TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"how long to wait, 1 to 300 seconds (default 30)"`
+		Cursor         string `json:"cursor,omitempty" jsonschema:"the cursor of the previous wait_for_message, or the wait_cursor of read_messages: the wait then starts where that call left off, so no message is missed in between; omitted starts now"`
+	}
+	WaitOutput struct {
+		Message  *Message `json:"message,omitempty" jsonschema:"the contact's new message; absent when the wait timed out"`
+		TimedOut bool     `json:"timed_out" jsonschema:"true when no message came in time"`
+		Cursor   string   `json:"cursor" jsonschema:"pass to the next wait_for_message"`
+	}
+)
+
+// schemaWithEnums infers T's schema and restricts the named properties to
+// the given values.
+func schemaWithEnums[T any](enums map[string][]any) *jsonschema.Schema {
+	s, err := jsonschema.For[T](nil)
+	if err != nil {
+		panic(err) // the tool types are fixed: a failure is a bug
+	}
+	for name, values := range enums {
+		s.Properties[name].Enum = values
+	}
+	return s
+}
+
+func readOnly() *mcp.ToolAnnotations {
+	return &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)}
+}
+
+func writes() *mcp.ToolAnnotations {
+	return &mcp.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(true)}
+}
+
+func (t *tools) add(s *mcp.Server) {
+	r := rules(t.opts)
+	mcp.AddTool(s, &mcp.Tool{Name: "list_lines", Annotations: readOnly(),
+		Description: "List the lines this key may use (the sandbox line included): each line's handle is what the other tools take as line. " +
+			"advanced_features tells whether it can react, show typing and mark read."}, t.listLines)
+	mcp.AddTool(s, &mcp.Tool{Name: "list_chats", Annotations: readOnly(),
+		Description: "List a line's chats, most recent first. has_received_inbound tells whether the contact has written first, " +
+			"which a send needs (contact-first rule)."}, t.listChats)
+	mcp.AddTool(s, &mcp.Tool{Name: "read_messages", Annotations: readOnly(),
+		Description: "Read a chat's most recent messages, oldest first. is_from_me is true for the line's own. " +
+			"Pass wait_cursor to wait_for_message to be told of anything arriving after this read."}, t.readMessages)
+	mcp.AddTool(s, &mcp.Tool{Name: "send_message", Annotations: writes(),
+		Description: "Send a text message (optionally one attachment, optionally as a reply) from a line. " +
+			"The answer is an outbox item, pending: delivery is asynchronous (get_outbox_item tells when it is sent). " + r}, t.sendMessage)
+	mcp.AddTool(s, &mcp.Tool{Name: "react", Annotations: writes(),
+		InputSchema: schemaWithEnums[ReactInput](map[string][]any{"type": {"love", "like", "dislike", "laugh", "emphasize", "question"}}),
+		Description: "Add (or remove) a tapback on a message of a chat. Needs a line with advanced features. " +
+			"Follows the same contact-first rule and limits as send_message, but does not count against the sandbox quota."}, t.react)
+	mcp.AddTool(s, &mcp.Tool{Name: "set_typing", Annotations: writes(),
+		InputSchema: schemaWithEnums[TypingInput](map[string][]any{"state": {"on", "off"}}),
+		Description: "Show or hide the line's typing indicator in a chat, e.g. while composing a long answer. " +
+			"Needs a line with advanced features; contact-first applies."}, t.setTyping)
+	mcp.AddTool(s, &mcp.Tool{Name: "mark_read", Annotations: writes(),
+		Description: "Mark a chat read (the contact sees a read receipt). Needs a line with advanced features; contact-first applies."}, t.markRead)
+	mcp.AddTool(s, &mcp.Tool{Name: "get_outbox_item", Annotations: readOnly(),
+		Description: "Check a send (or reaction, typing, read receipt) on its way out: pending, claimed, sent or failed (with the error). " +
+			"Do not poll it in a tight loop: every call counts against the key's request limit."}, t.getOutbox)
+	mcp.AddTool(s, &mcp.Tool{Name: "wait_for_message", Annotations: readOnly(),
+		Description: "Wait for the next message a contact writes in a chat (or in any chat of the line), up to timeout_seconds. " +
+			"Only messages contacts wrote are returned, never the line's own. Pass the cursor of the previous call " +
+			"(or read_messages' wait_cursor) so nothing that arrived between calls is missed. On timed_out, wait again or stop; " +
+			"answering is up to you, once per message. Needs a key with the webhooks:read scope (it follows the API's event stream)."}, t.wait)
+}
+
+func (t *tools) listLines(ctx context.Context, req *mcp.CallToolRequest, _ ListLinesInput) (*mcp.CallToolResult, ListLinesOutput, error) {
+	c, err := t.client(req)
+	if err != nil {
+		return nil, ListLinesOutput{}, err
+	}
+	lines, err := c.Lines.List(ctx)
+	if err != nil {
+		return nil, ListLinesOutput{}, apiError(err)
+	}
+	if lines == nil {
+		lines = []Line{}
+	}
+	return nil, ListLinesOutput{Lines: lines}, nil
+}
+
+// limit checks a page size, defaulting to 20.
+func limit(n int) (int, error) {
+	switch {
+	case n == 0:
+		return 20, nil
+	case n < 1 || n > 100:
+		return 0, fmt.Errorf("limit must be 1 to 100, not %d", n)
+	}
+	return n, nil
+}
+
+func (t *tools) listChats(ctx context.Context, req *mcp.CallToolRequest, in ListChatsInput) (*mcp.CallToolResult, ListChatsOutput, error) {
+	n, err := limit(in.Limit)
+	if err != nil {
+		return nil, ListChatsOutput{}, err
+	}
+	c, err := t.client(req)
+	if err != nil {
+		return nil, ListChatsOutput{}, err
+	}
+	page, err := c.Chats.ListPage(ctx, client.ChatListParams{From: in.Line, Limit: n, Cursor: in.Cursor})
+	if err != nil {
+		return nil, ListChatsOutput{}, apiError(err)
+	}
+	out := ListChatsOutput{Chats: page.Data, NextCursor: client.NextCursor(page)}
+	if out.Chats == nil {
+		out.Chats = []Chat{}
+	}
+	return nil, out, nil
+}
+
+func (t *tools) readMessages(ctx context.Context, req *mcp.CallToolRequest, in ReadMessagesInput) (*mcp.CallToolResult, ReadMessagesOutput, error) {
+	n, err := limit(in.Limit)
+	if err != nil {
+		return nil, ReadMessagesOutput{}, err
+	}
+	c, err := t.client(req)
+	if err != nil {
+		return nil, ReadMessagesOutput{}, err
+	}
+	// The wait cursor starts before the read: what arrives during it is
+	// either in the page (and skipped by the wait) or after it.
+	start := t.opts.Now()
+	page, err := c.Messages.ListPage(ctx, client.MessageListParams{From: in.Line, To: in.Chat, Limit: n, Cursor: in.Before})
+	if err != nil {
+		return nil, ReadMessagesOutput{}, apiError(err)
+	}
+	msgs := make([]Message, len(page.Data))
+	for i, m := range page.Data {
+		msgs[len(msgs)-1-i] = m // the API answers newest first
+	}
+	return nil, ReadMessagesOutput{Messages: msgs, OlderCursor: client.NextCursor(page), WaitCursor: readCursor(start, page.Data)}, nil
+}
+
+func (t *tools) sendMessage(ctx context.Context, req *mcp.CallToolRequest, in SendMessageInput) (*mcp.CallToolResult, Outbox, error) {
+	if strings.TrimSpace(in.Text) == "" && in.Attachment == "" {
+		return nil, Outbox{}, errors.New("give text, an attachment, or both")
+	}
+	c, err := t.client(req)
+	if err != nil {
+		return nil, Outbox{}, err
+	}
+	p := client.MessageSendParams{From: in.Line, To: in.To, Text: in.Text, ReplyTo: in.ReplyTo, IdempotencyKey: in.IdempotencyKey}
+	if in.Attachment != "" {
+		id, err := t.attach(ctx, c, in.Attachment)
+		if err != nil {
+			return nil, Outbox{}, err
+		}
+		p.Attachments = []string{id}
+	}
+	item, err := c.Messages.Send(ctx, p)
+	if err != nil {
+		return nil, Outbox{}, apiError(err)
+	}
+	return nil, outboxOf(&item.OutboxItem, item.Replayed), nil
+}
+
+func (t *tools) react(ctx context.Context, req *mcp.CallToolRequest, in ReactInput) (*mcp.CallToolResult, Outbox, error) {
+	c, err := t.client(req)
+	if err != nil {
+		return nil, Outbox{}, err
+	}
+	item, err := c.Reactions.Send(ctx, client.ReactionSendParams{From: in.Line, To: in.Chat, MessageID: in.MessageID, Type: in.Type, Remove: in.Remove})
+	if err != nil {
+		return nil, Outbox{}, apiError(err)
+	}
+	return nil, outboxOf(&item.OutboxItem, item.Replayed), nil
+}
+
+func (t *tools) setTyping(ctx context.Context, req *mcp.CallToolRequest, in TypingInput) (*mcp.CallToolResult, Outbox, error) {
+	c, err := t.client(req)
+	if err != nil {
+		return nil, Outbox{}, err
+	}
+	item, err := c.Typing.Send(ctx, client.TypingSendParams{From: in.Line, To: in.Chat, State: in.State})
+	if err != nil {
+		return nil, Outbox{}, apiError(err)
+	}
+	return nil, outboxOf(&item.OutboxItem, item.Replayed), nil
+}
+
+func (t *tools) markRead(ctx context.Context, req *mcp.CallToolRequest, in MarkReadInput) (*mcp.CallToolResult, Outbox, error) {
+	c, err := t.client(req)
+	if err != nil {
+		return nil, Outbox{}, err
+	}
+	item, err := c.Receipts.Send(ctx, client.ReceiptSendParams{From: in.Line, To: in.Chat})
+	if err != nil {
+		return nil, Outbox{}, apiError(err)
+	}
+	return nil, outboxOf(&item.OutboxItem, item.Replayed), nil
+}
+
+func (t *tools) getOutbox(ctx context.Context, req *mcp.CallToolRequest, in GetOutboxInput) (*mcp.CallToolResult, Outbox, error) {
+	c, err := t.client(req)
+	if err != nil {
+		return nil, Outbox{}, err
+	}
+	item, err := c.Outbox.Get(ctx, in.ID)
+	if err != nil {
+		return nil, Outbox{}, apiError(err)
+	}
+	return nil, outboxOf(item, false), nil
+}
