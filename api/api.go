@@ -16,6 +16,53 @@ type Line struct {
 	// Not in the reference shape; tells a client which calls the line takes.
 	AdvancedFeatures bool `json:"advanced_features"`
 	IsSandbox        bool `json:"is_sandbox"`
+	// Capabilities says what the line can do now, by feature (reactions,
+	// emoji_reactions, typing, receipts, edit, unsend, groups,
+	// availability, audio_messages), and for each it cannot, why.
+	Capabilities map[string]Capability `json:"capabilities"`
+	// Guard is the line's Apple ID guard and its standing today.
+	Guard LineGuard `json:"guard"`
+}
+
+// LineGuard is a line's Apple ID guard: whether it is on, its pace and
+// caps, and today's counts (UTC) the caps are checked against.
+type LineGuard struct {
+	Enabled bool        `json:"enabled"`
+	PaceMS  int64       `json:"pace_ms"`
+	Today   GuardToday  `json:"today"`
+	Limits  GuardLimits `json:"limits"`
+}
+
+// GuardToday is a line's counts of the UTC day.
+type GuardToday struct {
+	Sent         int   `json:"sent"`          // messages accepted
+	Received     int   `json:"received"`      // messages received from contacts
+	ColdContacts int   `json:"cold_contacts"` // chats messaged whose contacts were silent for cold_after_ms
+	ResetsAt     int64 `json:"resets_at"`     // the next midnight UTC
+}
+
+// GuardLimits are a line's caps; 0 is no cap.
+type GuardLimits struct {
+	MaxUnanswered   int   `json:"max_unanswered"`
+	MaxRatio        int   `json:"max_ratio"`
+	MaxColdContacts int   `json:"max_cold_contacts"`
+	ColdAfterMS     int64 `json:"cold_after_ms"`
+}
+
+// Capability is whether a line can use a feature now; Reason says why not
+// (null when it can).
+type Capability struct {
+	Available bool    `json:"available"`
+	Reason    *string `json:"reason"`
+}
+
+// Availability is whether a handle is reachable on iMessage, as the line's
+// network last answered (answers are kept for a while: CheckedAt).
+type Availability struct {
+	Handle    string `json:"handle"`
+	IMessage  bool   `json:"imessage"`
+	CheckedAt int64  `json:"checked_at"`
+	RequestID string `json:"request_id"`
 }
 
 // Chat is a conversation on a line: one-to-one or a group.
@@ -131,6 +178,11 @@ type OutboxItem struct {
 	ChatGUID    *string `json:"chat_guid"`
 	Service     *string `json:"service"`
 	SMSFallback bool    `json:"sms_fallback"`
+	// ChatID is the chat the item acts in: for a new group
+	// (POST /v1/groups), null until the group is created.
+	ChatID *string `json:"chat_id"`
+	// SendAt is when a scheduled item falls due (Unix ms); null for at once.
+	SendAt *int64 `json:"send_at"`
 }
 
 // Webhook is a registered receiver of a line's events; Secret is shown

@@ -218,7 +218,7 @@ func (c Client) Send(key string, body map[string]any, headers ...string) map[str
 func CheckErrorType(t testing.TB, what string, r Response) {
 	t.Helper()
 	want := map[int]string{400: "invalid_request_error", 401: "authentication_error", 403: "authorization_error",
-		404: "not_found_error", 413: "invalid_request_error", 429: "rate_limit_error"}[r.Status]
+		404: "not_found_error", 409: "invalid_request_error", 413: "invalid_request_error", 429: "rate_limit_error"}[r.Status]
 	if r.ErrCode() == "contact_has_not_messaged" {
 		want = "invalid_request_error"
 	}

@@ -73,8 +73,50 @@ var ReactionTypes = []string{"love", "like", "dislike", "laugh", "emphasize", "q
 type Reaction struct {
 	Conversation
 	TargetGUID string
-	Type       string // one of ReactionTypes
-	Remove     bool
+	Type       string // one of ReactionTypes, or ReactionEmoji
+	// Emoji is the tapback's emoji when Type is ReactionEmoji.
+	Emoji  string
+	Remove bool
+}
+
+// Edit replaces the text of a message the line sent. The network records
+// the edit; a bridge reports it to its sink as a MessageUpdate, as it does
+// a contact's.
+type Edit struct {
+	Conversation
+	TargetGUID string
+	Text       string
+}
+
+// Unsend takes back a message the line sent; reported as Edit is.
+type Unsend struct {
+	Conversation
+	TargetGUID string
+}
+
+// NewGroup creates a group chat of the line with its first message.
+type NewGroup struct {
+	OutboxID     string
+	Line         string // the line's handle
+	Service      string // "imessage" or "sms"
+	Participants []string
+	Name         string // "" for none
+	Text         string
+	// Handoff and HandedAt are as in Outgoing: creating a group sends its
+	// first message.
+	Handoff  func(ctx context.Context) error
+	HandedAt time.Time
+}
+
+// GroupChange changes a group chat of the line: Action is ChatRenamed
+// (with Name), ChatParticipantAdded or ChatParticipantRemoved (with
+// Participant), or ChatParticipantLeft (the line leaves). The network
+// records it; a bridge reports it to its sink as a ChatUpdate.
+type GroupChange struct {
+	Conversation
+	Action      string
+	Participant string
+	Name        string
 }
 
 // Typing shows or stops the line's typing indicator in a chat.
@@ -130,8 +172,8 @@ type Inbound struct {
 }
 
 // Inbound tapback types beyond ReactionTypes: a tapback with any emoji
-// (iOS 18 and macOS 15 onwards), and one with a sticker. Lines can receive
-// them; they are not sent.
+// (iOS 18 and macOS 15 onwards), and one with a sticker. Lines receive
+// both; they send emoji tapbacks, not stickers.
 const (
 	ReactionEmoji   = "emoji"
 	ReactionSticker = "sticker"

@@ -26,8 +26,9 @@ func listGroup(use, short, example, subcommands string, subs ...*cobra.Command) 
 }
 
 func (a *app) linesCommand() *cobra.Command {
-	return listGroup("lines", "List the lines you may use",
-		"  blueline lines list\n  blueline lines list --json", "list", a.linesListCommand())
+	return listGroup("lines", "List the lines you may use, and their Apple ID guard",
+		"  blueline lines list\n  blueline lines list --json\n  blueline lines guard", "list or guard",
+		a.linesListCommand(), a.linesGuardCommand())
 }
 
 func (a *app) linesListCommand() *cobra.Command {
@@ -199,8 +200,8 @@ message: it is looked for among the chat's latest 1,000.`,
 }
 
 func (a *app) outboxCommand() *cobra.Command {
-	return listGroup("outbox", "Look up a write on its way out",
-		"  blueline outbox get obx_…", "get", a.outboxGetCommand())
+	return listGroup("outbox", "Look up a write on its way out, or cancel a pending one",
+		"  blueline outbox get obx_…\n  blueline outbox cancel obx_…", "get or cancel", a.outboxGetCommand(), a.outboxCancelCommand())
 }
 
 func (a *app) outboxGetCommand() *cobra.Command {
@@ -215,13 +216,7 @@ error and payload.`,
 		Args:    exactArgs(1, "OUTBOX_ID"),
 		RunE: a.apiRun(&f, func(ctx context.Context, c *apiConn, args []string) error {
 			item, err := c.Outbox.Get(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if f.json {
-				return printJSON(a.stdout, item)
-			}
-			return printFields(a.stdout, "", item)
+			return a.printItem(f, item, err)
 		}),
 	}
 	f.add(c)
@@ -324,4 +319,16 @@ func (a *app) fetchTo(ctx context.Context, link string) error {
 	}
 	_, err = io.Copy(a.stdout, resp.Body)
 	return err
+}
+
+// printItem prints an outbox item an API call answered (or its error), as
+// JSON with --json.
+func (a *app) printItem(f apiFlags, item *api.OutboxItem, err error) error {
+	if err != nil {
+		return err
+	}
+	if f.json {
+		return printJSON(a.stdout, item)
+	}
+	return printFields(a.stdout, "", item)
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // simCommands lists the sim subcommands, for the usage errors.
-const simCommands = "inbound, reaction, typing, edit, unsend, read or group"
+const simCommands = "inbound, reaction, typing, edit, unsend, read, group or availability"
 
 func (a *app) simCommand() *cobra.Command {
 	sim := group("sim", "Simulate contacts on a simulated line: messages, tapbacks, typing, edits, reads, group changes",
@@ -23,7 +23,7 @@ func (a *app) simCommand() *cobra.Command {
 		simCommands)
 	sim.AddCommand(
 		a.simInboundCommand(), a.simReactionCommand(), a.simTypingCommand(), a.simEditCommand(),
-		a.simUnsendCommand(), a.simReadCommand(), a.simGroupCommand(),
+		a.simUnsendCommand(), a.simReadCommand(), a.simGroupCommand(), a.simAvailabilityCommand(),
 	)
 	return sim
 }
@@ -242,6 +242,24 @@ func (a *app) simUnsendCommand() *cobra.Command {
 		example: "  blueline sim unsend --line +15550000000 --from +15551234567 --message msg_…",
 		needs:   sentMessage(&req.Line, &req.From, &req.Message),
 		req:     &req,
+	})
+}
+
+func (a *app) simAvailabilityCommand() *cobra.Command {
+	var req server.SimAvailability
+	return a.simPost(simSpec{
+		use:   "availability --handle HANDLE [--imessage=false]",
+		short: "Make a handle reachable on iMessage or not on the simulated network",
+		long: `Make a handle reachable on iMessage (--imessage, the default) or not
+(--imessage=false) on the simulated network, for GET /v1/availability: until
+then, every handle is, except phone numbers ending in 99. Answers the API kept
+about the handle are forgotten. Prints the handle's new state as JSON.`,
+		example: `  blueline sim availability --handle +15551234567 --imessage=false`,
+		needs:   []simString{{&req.Handle, "handle", "the contact's handle"}},
+		flags: func(f *pflag.FlagSet) {
+			f.BoolVar(&req.IMessage, "imessage", true, "whether the handle is reachable on iMessage")
+		},
+		req: &req,
 	})
 }
 

@@ -97,6 +97,9 @@ type MessageSendParams struct {
 	Text        string   `json:"text,omitempty"`        // required unless Attachments is set
 	Attachments []string `json:"attachments,omitempty"` // at most one file_ ID (Files.Upload)
 	ReplyTo     string   `json:"reply_to,omitempty"`    // a msg_ ID or message GUID of the same chat
+	// SendAt schedules the send (Unix ms, up to 30 days ahead); 0 sends
+	// at once. The item stays pending until then (Outbox.Cancel).
+	SendAt int64 `json:"send_at,omitempty"`
 
 	// IdempotencyKey, when set, makes a retry with the same key and the
 	// same request answer the first outbox item instead of sending again
@@ -140,6 +143,7 @@ type AudioMessageSendParams struct {
 	To           string `json:"to"`                 // a contact's handle or a cht_ chat ID (required)
 	AudioMessage string `json:"audio_message"`      // file_ ID of an uploaded audio file (required)
 	ReplyTo      string `json:"reply_to,omitempty"` // a msg_ ID or message GUID of the same chat
+	SendAt       int64  `json:"send_at,omitempty"`  // see MessageSendParams
 
 	IdempotencyKey string `json:"-"` // see MessageSendParams
 }
@@ -160,6 +164,7 @@ type VoiceNoteSendParams struct {
 	To        string `json:"to"`
 	VoiceNote string `json:"voice_note"` // file_ ID of an uploaded audio file (required)
 	ReplyTo   string `json:"reply_to,omitempty"`
+	SendAt    int64  `json:"send_at,omitempty"` // see MessageSendParams
 
 	IdempotencyKey string `json:"-"` // see MessageSendParams
 }
@@ -184,6 +189,18 @@ const (
 func (s *OutboxService) Get(ctx context.Context, id string) (*api.OutboxItem, error) {
 	var out api.OutboxItem
 	if err := s.c.get(ctx, "/v1/outbox", query("id", id), &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Cancel cancels a pending outbox item (scheduled, or waiting for a retry
+// or its line's pace): it ends failed with error "canceled" and is never
+// sent. An item no longer pending is a 409 outbox_item_not_pending
+// (ErrInvalidRequest).
+func (s *OutboxService) Cancel(ctx context.Context, id string) (*api.OutboxItem, error) {
+	var out api.OutboxItem
+	if _, err := s.c.do(ctx, request{method: http.MethodPost, path: "/v1/outbox/cancel", json: map[string]string{"id": id}}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -31,6 +31,7 @@ type Config struct {
 	Files     Files     `toml:"files"`
 	Webhooks  Webhooks  `toml:"webhooks"`
 	Delivery  Delivery  `toml:"delivery"`
+	Guard     Guard     `toml:"guard"`
 	Sim       Sim       `toml:"sim"`
 	Log       Log       `toml:"log"`
 	TLS       TLS       `toml:"tls"`
@@ -117,6 +118,9 @@ type Line struct {
 	Bridge           string `toml:"bridge"`  // "sim" or "messages"
 	Service          string `toml:"service"` // "imessage" or "sms"
 	AdvancedFeatures bool   `toml:"advanced_features"`
+	// Guard turns the Apple ID guard ([guard]) on or off for the line;
+	// nil is the default: on for bridge = "messages", off on "sim".
+	Guard *bool `toml:"guard"`
 
 	// The Messages bridge only (bridge = "messages"); "~" means the home
 	// folder of the user the daemon runs as.
@@ -140,6 +144,14 @@ type Line struct {
 	// to show as sent; FileSendTimeout the wait for a sent file.
 	SendTimeout     Duration `toml:"send_timeout"`
 	FileSendTimeout Duration `toml:"file_send_timeout"`
+}
+
+// GuardOn reports whether the Apple ID guard protects the line.
+func (l Line) GuardOn() bool {
+	if l.Guard != nil {
+		return *l.Guard
+	}
+	return l.Bridge == "messages"
 }
 
 // Defaults of the Messages bridge's settings.
@@ -204,6 +216,17 @@ type Delivery struct {
 	Workers     int      `toml:"workers"`
 	RetryBase   Duration `toml:"retry_base"` // first retry delay, doubled each attempt
 	RetryMax    Duration `toml:"retry_max"`  // cap on the retry delay
+}
+
+// Guard is the Apple ID guard's policy, for the lines it protects (see
+// Line.GuardOn): the pace of their messages, and caps on what they accept.
+// A cap of 0 is no cap.
+type Guard struct {
+	Pace            Duration `toml:"pace"`              // at most one message per line per pace; "0s" for no pacing
+	MaxUnanswered   int      `toml:"max_unanswered"`    // messages to a chat since its contact last wrote
+	MaxRatio        int      `toml:"max_ratio"`         // a UTC day's messages per message received (at least one)
+	MaxColdContacts int      `toml:"max_cold_contacts"` // cold chats messaged per UTC day
+	ColdAfter       Duration `toml:"cold_after"`        // silence after which a contact is cold
 }
 
 // Sim tunes the offline simulated network.
@@ -332,6 +355,8 @@ func defaults() *Config {
 			RetryBase:   Duration{time.Second},
 			RetryMax:    Duration{5 * time.Minute},
 		},
+		Guard: Guard{Pace: Duration{time.Second}, MaxUnanswered: 5, MaxRatio: 10, MaxColdContacts: 200,
+			ColdAfter: Duration{24 * time.Hour}},
 		Log:       Log{Level: "info", Format: "text"},
 		TLS:       TLS{CA: "production", HTTPListen: ":80", HTTPSListen: ":443"},
 		Dashboard: Dashboard{SessionTTL: Duration{12 * time.Hour}},

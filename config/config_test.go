@@ -12,6 +12,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -313,6 +314,20 @@ func TestLoadErrors(t *testing.T) {
 			name: "attempts and workers out of range",
 			doc:  "[delivery]\nmax_attempts = 0\nworkers = 257\n" + oneLine,
 			want: []string{"delivery.max_attempts: must be from 1 to 100, got 0", "delivery.workers: must be from 1 to 256, got 257"},
+		},
+		{
+			name: "guard out of range",
+			doc:  "[guard]\npace = \"2m\"\nmax_unanswered = -1\nmax_ratio = 1001\nmax_cold_contacts = 100001\ncold_after = \"30m\"\n" + oneLine,
+			want: []string{`guard.pace: must be from "0s" (no pacing) to "1m", got 2m0s`,
+				"guard.max_unanswered: must be from 0 (no cap) to 1000, got -1",
+				"guard.max_ratio: must be from 0 (no cap) to 1000, got 1001",
+				"guard.max_cold_contacts: must be from 0 (no cap) to 100000, got 100001",
+				`guard.cold_after: must be from "1h" to "720h" (30 days), got 30m0s`},
+		},
+		{
+			name: "guard of a line not a boolean",
+			doc:  "[[lines]]\nhandle = \"+15550000001\"\nguard = \"yes\"\n",
+			want: []string{"guard"},
 		},
 		{
 			name: "negative requests per hour",
@@ -633,5 +648,24 @@ func TestDurationText(t *testing.T) {
 	var d config.Duration
 	if err := d.UnmarshalText([]byte("5")); err == nil {
 		t.Error(`UnmarshalText("5") succeeded; a unit is required`)
+	}
+}
+
+func TestGuardDefaults(t *testing.T) {
+	c := mustLoad(t, "[[lines]]\nhandle = \"+15550000001\"\n"+
+		"[[lines]]\nhandle = \"+15550000002\"\nguard = true\n"+
+		"[[lines]]\nhandle = \"+15550000003\"\nbridge = \"messages\"\n"+
+		"[[lines]]\nhandle = \"+15550000004\"\nbridge = \"messages\"\nchat_db = \"/tmp/other.db\"\nguard = false\n"+
+		"[guard]\nmax_ratio = 0\n")
+	var on []bool
+	for _, l := range c.Lines {
+		on = append(on, l.GuardOn())
+	}
+	if want := []bool{false, true, true, false}; !slices.Equal(on, want) {
+		t.Errorf("GuardOn = %v, want %v", on, want)
+	}
+	g := c.Guard
+	if g.Pace.Duration != time.Second || g.MaxUnanswered != 5 || g.MaxRatio != 0 || g.MaxColdContacts != 200 || g.ColdAfter.Duration != 24*time.Hour {
+		t.Errorf("[guard] = %+v", g)
 	}
 }

@@ -38,6 +38,7 @@ func (c *Config) check(file string) error {
 	}
 	c.checkLines(k)
 	c.checkLimits(k)
+	c.checkGuard(k)
 	if c.Sim.Latency.Duration < 0 {
 		k.failf("sim.latency", "must not be negative, got %s", c.Sim.Latency)
 	}
@@ -360,4 +361,24 @@ func oneOf(k *checker, key, value string, allowed ...string) {
 		choices = strings.Join(quoted[:n-1], ", ") + " or " + quoted[n-1]
 	}
 	k.failf(key, "must be %s, got %q", choices, value)
+}
+
+// checkGuard checks the [guard] table.
+func (c *Config) checkGuard(k *checker) {
+	g := c.Guard
+	if d := g.Pace.Duration; d < 0 || d > time.Minute {
+		k.failf("guard.pace", "must be from \"0s\" (no pacing) to \"1m\", got %s", g.Pace)
+	}
+	for _, n := range []struct {
+		key      string
+		v, limit int
+	}{{"guard.max_unanswered", g.MaxUnanswered, 1000}, {"guard.max_ratio", g.MaxRatio, 1000},
+		{"guard.max_cold_contacts", g.MaxColdContacts, 100000}} {
+		if n.v < 0 || n.v > n.limit {
+			k.failf(n.key, "must be from 0 (no cap) to %d, got %d", n.limit, n.v)
+		}
+	}
+	if d := g.ColdAfter.Duration; d < time.Hour || d > 30*24*time.Hour {
+		k.failf("guard.cold_after", "must be from \"1h\" to \"720h\" (30 days), got %s", g.ColdAfter)
+	}
 }

@@ -83,6 +83,33 @@ func advanced(bridges map[string]bridge.Bridge) func(storage.Line) bool {
 	}
 }
 
+// capabilities reports why each feature of a line cannot be used now, as
+// its bridge says (a Messages line's: its helper, chat.db); nil for a
+// bridge that does not say, whose line's features follow advanced.
+func capabilities(bridges map[string]bridge.Bridge) func(storage.Line) map[string]string {
+	return func(l storage.Line) map[string]string {
+		if c, ok := bridges[l.ID].(interface{ Capabilities() map[string]string }); ok {
+			return c.Capabilities()
+		}
+		return nil
+	}
+}
+
+// availability asks a line's bridge whether a handle is reachable on
+// iMessage.
+func availability(bridges map[string]bridge.Bridge) func(context.Context, storage.Line, string) (bool, error) {
+	type asker interface {
+		Availability(ctx context.Context, line, handle string) (bool, error)
+	}
+	return func(ctx context.Context, l storage.Line, h string) (bool, error) {
+		a, ok := bridges[l.ID].(asker)
+		if !ok {
+			return false, fmt.Errorf("line %s cannot check availability", l.Handle)
+		}
+		return a.Availability(ctx, l.Handle, h)
+	}
+}
+
 // lineCursor keeps a Messages line's chat.db position in the database.
 type lineCursor struct {
 	db     *storage.DB

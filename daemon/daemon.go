@@ -161,6 +161,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 			return nil, err
 		}
 	}
+	guards := guardPolicies(cfg, lines)
 	srvOpts := server.Options{
 		RequestsPerHour: cfg.Limits.RequestsPerHour,
 		MaxBodyBytes:    cfg.Limits.MaxBodyBytes,
@@ -169,6 +170,10 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 		WebhookPolicy:   policy,
 		WebhookTester:   webhook.NewTester(hookOpts),
 		Advanced:        advanced(bridges),
+		Capabilities:    capabilities(bridges),
+		Availability:    availability(bridges),
+		SimAvailability: network.SetAvailability,
+		Guard:           guards.policy,
 		Ready:           ready,
 		Metrics:         mtr,
 		BodyIdleTimeout: cfg.Limits.BodyIdleTimeout.Duration,
@@ -235,7 +240,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	d.admin.RegisterOnShutdown(endAdmin)
 	worker := delivery.NewWorker(db, bridges, store, delivery.Options{
 		Workers: cfg.Delivery.Workers, RetryBase: cfg.Delivery.RetryBase.Duration, RetryMax: cfg.Delivery.RetryMax.Duration,
-		Metrics: mtr,
+		Metrics: mtr, Pace: guards.pace(),
 	}, log)
 	dispatcher := webhook.New(db, srv, hookOpts, log)
 	var running sync.WaitGroup

@@ -32,6 +32,11 @@ type Options struct {
 	SendTimeout time.Duration
 	// Metrics counts attempts and times the bridges; nil counts nothing.
 	Metrics Metrics
+	// Pace spaces the messages of the lines it names (by line ID): at most
+	// one per pace is handed to the network (the Apple ID guard's pace).
+	Pace map[string]time.Duration
+	// Clock is the dispatcher's and the pacer's time; nil is the real one.
+	Clock Clock
 }
 
 // Metrics counts what the worker does.
@@ -50,6 +55,8 @@ type Worker struct {
 	files   FileLocator
 	opts    Options
 	log     *slog.Logger
+	clock   Clock
+	pacer   *Pacer
 }
 
 // FileLocator finds an uploaded file's blob on disk.
@@ -65,7 +72,11 @@ func NewWorker(db *storage.DB, bridges map[string]bridge.Bridge, files FileLocat
 	if opts.SendTimeout == 0 {
 		opts.SendTimeout = 10 * time.Minute
 	}
-	return &Worker{db: db, bridges: bridges, files: files, opts: opts, log: log}
+	if opts.Clock == nil {
+		opts.Clock = realClock{}
+	}
+	return &Worker{db: db, bridges: bridges, files: files, opts: opts, log: log, clock: opts.Clock,
+		pacer: NewPacer(opts.Clock, opts.Pace)}
 }
 
 // Run delivers until ctx is cancelled, then waits for the sends under way.
@@ -102,16 +113,16 @@ func (w *Worker) Run(ctx context.Context) error {
 	}()
 
 	inflight := 0
-	timer := time.NewTimer(0)
-	defer timer.Stop()
 	for {
 		nextDue := int64(0)
 		if free := capacity - inflight; free > 0 {
-			items, next, err := w.db.ClaimDue(ctx, time.Now().UnixMilli(), min(free, maxClaim))
+			now := w.clock.Now().UnixMilli()
+			items, next, err := w.db.ClaimDuePaced(ctx, now, min(free, maxClaim), w.pacer)
 			if err != nil {
 				w.log.Error("claim outbox items", "err", err)
-				next = time.Now().Add(time.Second).UnixMilli()
+				next = now + time.Second.Milliseconds()
 			}
+			w.pacer.Claimed(items, now)
 			nextDue = next
 			for _, item := range items {
 				inflight++
@@ -123,14 +134,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		wait := time.Hour
 		if nextDue > 0 {
-			wait = max(time.Until(time.UnixMilli(nextDue)), 0)
+			wait = max(time.UnixMilli(nextDue).Sub(w.clock.Now()), 0)
 		}
-		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-w.db.OutboxReady():
-		case <-timer.C:
+		case <-w.clock.After(wait):
 		case <-finished:
 			inflight--
 		}
@@ -220,7 +230,7 @@ func (w *Worker) attempt(runCtx context.Context, item storage.OutboxItem) (stora
 		delay := w.backoff(item.Attempts)
 		log.Info("send failed; will retry", "err", sendErr, "in", delay)
 		w.count("retried")
-		err = w.db.MarkRetry(ctx, item.ID, sendErr.Error(), time.Now().Add(delay).UnixMilli())
+		err = w.db.MarkRetry(ctx, item.ID, sendErr.Error(), w.clock.Now().Add(delay).UnixMilli())
 	}
 	if err != nil {
 		log.Error("record delivery outcome", "err", err)
@@ -245,15 +255,21 @@ func (w *Worker) send(ctx context.Context, item storage.OutboxItem) (_ storage.S
 	if b == nil {
 		return storage.Sent{}, bridge.Permanent(fmt.Errorf("line %s has no bridge", line.Handle))
 	}
-	chat, err := w.db.ChatByID(ctx, item.ChatID)
-	if err != nil {
-		return storage.Sent{}, bridge.Permanent(fmt.Errorf("chat %s: %w", item.ChatID, err))
+	var chat storage.Chat
+	if item.Kind != storage.KindGroupCreate { // the group does not exist yet
+		if chat, err = w.db.ChatByID(ctx, item.ChatID); err != nil {
+			return storage.Sent{}, bridge.Permanent(fmt.Errorf("chat %s: %w", item.ChatID, err))
+		}
 	}
 	conv := bridge.Conversation{
 		OutboxID: item.ID,
 		Line:     line.Handle,
 		Service:  chat.Service,
 		Chat:     bridge.Chat{GUID: chat.GUID, Identifier: chat.Identifier, IsGroup: chat.IsGroup, Name: chat.Name, Participants: chat.Participants},
+	}
+	// The line's pace: its turn is taken before the send's time starts.
+	if err := w.pacer.Wait(ctx, item); err != nil {
+		return storage.Sent{}, err
 	}
 	sendCtx, cancel := context.WithTimeout(ctx, w.opts.SendTimeout)
 	defer cancel()
@@ -275,7 +291,8 @@ func (w *Worker) send(ctx context.Context, item storage.OutboxItem) (_ storage.S
 		sent, err = w.sendMessage(sendCtx, b, conv, line, chat, item, &handed)
 	case storage.KindReaction:
 		var r bridge.Receipt
-		r, err = b.React(sendCtx, bridge.Reaction{Conversation: conv, TargetGUID: item.TargetGUID, Type: item.ReactionType, Remove: item.Remove})
+		r, err = b.React(sendCtx, bridge.Reaction{Conversation: conv, TargetGUID: item.TargetGUID, Type: item.ReactionType,
+			Emoji: item.ReactionEmoji, Remove: item.Remove})
 		sent.At = r.SentAt.UnixMilli()
 		if r.SentAt.IsZero() {
 			sent.At = time.Now().UnixMilli()
@@ -286,6 +303,28 @@ func (w *Worker) send(ctx context.Context, item storage.OutboxItem) (_ storage.S
 	case storage.KindRead:
 		err = b.MarkRead(sendCtx, bridge.Read{Conversation: conv})
 		sent.At = time.Now().UnixMilli()
+	case storage.KindEdit, storage.KindUnsend:
+		e, ok := b.(Editor)
+		if !ok {
+			return storage.Sent{}, bridge.Permanent(fmt.Errorf("line %s cannot edit or unsend messages", line.Handle))
+		}
+		if item.Kind == storage.KindEdit {
+			err = e.Edit(sendCtx, bridge.Edit{Conversation: conv, TargetGUID: item.TargetGUID, Text: *item.Text})
+		} else {
+			err = e.Unsend(sendCtx, bridge.Unsend{Conversation: conv, TargetGUID: item.TargetGUID})
+		}
+		sent.At = time.Now().UnixMilli()
+	case storage.KindGroupCreate, storage.KindGroupChange:
+		g, ok := b.(GroupManager)
+		if !ok {
+			return storage.Sent{}, bridge.Permanent(fmt.Errorf("line %s cannot manage group chats", line.Handle))
+		}
+		if item.Kind == storage.KindGroupCreate {
+			sent, err = w.createGroup(sendCtx, g, line, item, &handed)
+		} else {
+			err = g.ChangeGroup(sendCtx, bridge.GroupChange{Conversation: conv, Action: item.GroupAction, Participant: item.Participant, Name: item.GroupName})
+			sent.At = time.Now().UnixMilli()
+		}
 	default:
 		err = bridge.Permanent(fmt.Errorf("unknown outbox item kind %q", item.Kind))
 	}
@@ -297,6 +336,69 @@ func (w *Worker) send(ctx context.Context, item storage.OutboxItem) (_ storage.S
 	}
 	sent.OutboxID = item.ID
 	return sent, nil
+}
+
+// Editor is a bridge that can edit and unsend the line's messages. What the
+// network records comes back through the bridge's sink.
+type Editor interface {
+	Edit(ctx context.Context, e bridge.Edit) error
+	Unsend(ctx context.Context, u bridge.Unsend) error
+}
+
+// GroupManager is a bridge that can create and change group chats. A
+// change comes back through the bridge's sink as a chat update.
+type GroupManager interface {
+	CreateGroup(ctx context.Context, g bridge.NewGroup) (bridge.Chat, bridge.Receipt, error)
+	ChangeGroup(ctx context.Context, c bridge.GroupChange) error
+}
+
+// createGroup creates a group with its first message and returns the chat
+// and message to store.
+func (w *Worker) createGroup(ctx context.Context, g GroupManager, line storage.Line, item storage.OutboxItem, handed *atomic.Bool) (storage.Sent, error) {
+	service := line.Service
+	ng := bridge.NewGroup{OutboxID: item.ID, Line: line.Handle, Service: service, Participants: item.Participants, Name: item.GroupName,
+		Handoff: w.handoff(item.ID, handed)}
+	if item.Text != nil {
+		ng.Text = *item.Text
+	}
+	if item.HandedAt != 0 {
+		ng.HandedAt = time.UnixMilli(item.HandedAt)
+		handed.Store(true)
+	}
+	chat, receipt, err := g.CreateGroup(ctx, ng)
+	if err != nil {
+		return storage.Sent{}, err
+	}
+	now := time.Now()
+	if receipt.SentAt.IsZero() {
+		receipt.SentAt = now
+	}
+	return storage.Sent{ChatGUID: receipt.ChatGUID, Service: receipt.Service,
+		Chat: storage.Chat{ID: storage.NewID("cht_"), GUID: chat.GUID, Identifier: chat.Identifier, Service: cmp.Or(receipt.Service, service),
+			Name: chat.Name, Participants: chat.Participants},
+		Message: storage.Message{
+			ID:       storage.NewID("msg_"),
+			GUID:     receipt.GUID,
+			Sender:   line.Handle,
+			Text:     item.Text,
+			Service:  cmp.Or(receipt.Service, service),
+			IsFromMe: true,
+			SentAt:   receipt.SentAt.UnixMilli(),
+			SyncedAt: now.UnixMilli(),
+		}}, nil
+}
+
+// handoff is a bridge's Handoff for item: durable before anything may reach
+// the network, so that after a crash the item is looked for, never sent
+// again.
+func (w *Worker) handoff(id string, handed *atomic.Bool) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		if err := w.db.MarkHanded(ctx, id); err != nil {
+			return fmt.Errorf("record the hand-off: %w", err)
+		}
+		handed.Store(true)
+		return nil
+	}
 }
 
 // sendMessage sends a text, attachment or voice memo and returns the message

@@ -112,7 +112,12 @@ type fakeHelper struct {
 	frames chan map[string]any
 }
 
-func connectHelper(t *testing.T, port int) *fakeHelper {
+func connectHelper(t *testing.T, port int) *fakeHelper { return connectHelperWith(t, port, nil) }
+
+// connectHelperWith connects a fake helper whose answer to a request frame
+// is answer's fields (JSON, without the braces: `"identifier":"…"`), or
+// the default when answer returns "".
+func connectHelperWith(t *testing.T, port int, answer func(frame map[string]any) string) *fakeHelper {
 	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +134,14 @@ func connectHelper(t *testing.T, port int) *fakeHelper {
 			}
 			h.frames <- f
 			if id, ok := f["transactionId"].(string); ok {
-				fmt.Fprintf(conn, `{"transactionId":%q,"identifier":"HELPER-%s"}`+"\r\n", id, id)
+				fields := ""
+				if answer != nil {
+					fields = answer(f)
+				}
+				if fields == "" {
+					fields = fmt.Sprintf(`"identifier":"HELPER-%s"`, id)
+				}
+				fmt.Fprintf(conn, `{"transactionId":%q,%s}`+"\r\n", id, fields)
 			}
 		}
 		close(h.frames)

@@ -11,7 +11,7 @@ import (
 
 func (s *Server) toAPILine(l storage.Line) api.Line {
 	return api.Line{ID: l.ID, Handle: l.Handle, Label: nonEmpty(l.Label), Service: l.Service, IsActive: true,
-		AdvancedFeatures: s.opts.Advanced(l), IsSandbox: l.IsSandbox}
+		AdvancedFeatures: s.opts.Advanced(l), IsSandbox: l.IsSandbox, Capabilities: s.capabilities(l)}
 }
 
 func toAPIChat(c storage.Chat) api.Chat {
@@ -55,10 +55,11 @@ func toAPIReaction(r storage.Reaction) api.Reaction {
 func toAPIOutboxItem(o storage.OutboxItem, requestID string) api.OutboxItem {
 	out := api.OutboxItem{ID: o.ID, LineID: o.LineID, Status: o.Status, Payload: o.Payload, Error: nonEmpty(o.Error),
 		Attempts: o.Attempts, MaxAttempts: o.MaxAttempts, CreatedAt: o.CreatedAt, RequestID: requestID,
-		ChatGUID: nonEmpty(o.SentChatGUID), Service: nonEmpty(o.SentService), SMSFallback: o.SMSFallback}
+		ChatGUID: nonEmpty(o.SentChatGUID), Service: nonEmpty(o.SentService), SMSFallback: o.SMSFallback, ChatID: nonEmpty(o.ChatID)}
 	if o.CompletedAt != 0 {
 		out.CompletedAt = &o.CompletedAt
 	}
+	out.SendAt = nonZero(o.SendAt)
 	return out
 }
 

@@ -37,7 +37,9 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	checks := []Check{{Name: "storage", OK: true}}
 	if err := s.db.Ping(r.Context()); err != nil {
-		checks[0] = Check{Name: "storage", Reason: "the database does not answer: " + err.Error()}
+		// The answer is public: the error (a path, say) goes to the log only.
+		s.log.Error("readiness: the database does not answer", "err", err)
+		checks[0] = Check{Name: "storage", Reason: "the database does not answer (see the log)"}
 	}
 	if s.opts.Ready != nil {
 		checks = append(checks, s.opts.Ready(r.Context())...)

@@ -13,9 +13,16 @@ import (
 func (s *Server) listLines(w http.ResponseWriter, r *http.Request) error {
 	key := apiKey(r.Context())
 	var out []api.Line
+	now := s.now()
 	for _, l := range s.db.Lines() {
 		if l.IsSandbox || len(key.LineIDs) == 0 || slices.Contains(key.LineIDs, l.ID) {
-			out = append(out, s.toAPILine(l))
+			line := s.toAPILine(l)
+			guard, err := s.guardStanding(r.Context(), l, now)
+			if err != nil {
+				return err
+			}
+			line.Guard = guard
+			out = append(out, line)
 		}
 	}
 	writeJSON(w, http.StatusOK, newList(r.Context(), out, nil))

@@ -52,6 +52,7 @@ type sendPayload struct {
 	Text        *string  `json:"text,omitempty"`
 	Attachments []string `json:"attachments,omitempty"`
 	ReplyTo     string   `json:"reply_to,omitempty"`
+	SendAt      *int64   `json:"send_at,omitempty"`
 }
 
 func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) error {
@@ -70,6 +71,9 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if p.ReplyTo, err = b.str("reply_to"); err != nil {
+		return err
+	}
+	if p.SendAt, err = b.sendAt(s.now()); err != nil {
 		return err
 	}
 	text := p.Text
@@ -104,6 +108,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) error {
 	}
 	return s.enqueue(w, r, idem, line, p, storage.OutboxItem{
 		Kind: storage.KindMessage, ChatID: tgt.chat.ID, Text: text, FileIDs: p.Attachments, ReplyToGUID: replyGUID,
+		SendAt: deref(p.SendAt),
 	})
 }
 
@@ -115,6 +120,7 @@ type audioPayload struct {
 	AudioMessage string `json:"audio_message,omitempty"`
 	VoiceNote    string `json:"voice_note,omitempty"`
 	ReplyTo      string `json:"reply_to,omitempty"`
+	SendAt       *int64 `json:"send_at,omitempty"`
 }
 
 // sendAudio sends an uploaded audio file as a native voice memo. field is
@@ -141,6 +147,9 @@ func (s *Server) sendAudio(field string) apiHandler {
 		if p.ReplyTo, err = b.str("reply_to"); err != nil {
 			return err
 		}
+		if p.SendAt, err = b.sendAt(s.now()); err != nil {
+			return err
+		}
 		if !storage.IDShaped(fileID, "file_") {
 			return errInvalid(field, "%s must be a file ID (file_…) from POST /v1/files.", field)
 		}
@@ -161,6 +170,7 @@ func (s *Server) sendAudio(field string) apiHandler {
 		}
 		return s.enqueue(w, r, idem, line, p, storage.OutboxItem{
 			Kind: storage.KindMessage, ChatID: tgt.chat.ID, FileIDs: []string{f.ID}, ReplyToGUID: replyGUID, IsAudioMessage: true,
+			SendAt: deref(p.SendAt),
 		})
 	}
 }
@@ -219,10 +229,21 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, idem string, li
 	if line.IsSandbox && item.Kind == storage.KindMessage {
 		req.SandboxDay, req.SandboxQuota, req.SandboxOwner = now.Format(time.DateOnly), s.opts.SandboxQuota, apiKey(ctx).Owner
 	}
+	if item.Kind == storage.KindMessage {
+		req.Guard = s.guardLimits(line)
+	}
+	if item.Kind == storage.KindEdit {
+		req.EditLimit = maxEdits
+	}
 	stored, replayed, err := s.db.Enqueue(ctx, req)
+	var guardErr *storage.GuardError
 	switch {
 	case errors.Is(err, storage.ErrIdempotencyMismatch):
 		return errInvalid("Idempotency-Key", "This Idempotency-Key was used in the last 24 hours with a different request.")
+	case errors.Is(err, storage.ErrEditLimit):
+		return errEditLimit()
+	case errors.As(err, &guardErr):
+		return guardError(guardErr, line, s.guard(line), now)
 	case errors.Is(err, storage.ErrSandboxQuota):
 		midnight := now.Truncate(24 * time.Hour).Add(24 * time.Hour)
 		return &Error{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: "sandbox_quota_exceeded",
@@ -273,4 +294,12 @@ func (s *Server) hideSandboxMessage(ctx context.Context, line storage.Line, m st
 		err = s.hideSandboxChat(ctx, line, c)
 	}
 	return err
+}
+
+// deref is *p, or 0 for nil.
+func deref(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

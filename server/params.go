@@ -86,6 +86,16 @@ func (b body) required(name string) (string, error) {
 	return s, err
 }
 
+// requiredID reads a required ID of a kind (prefix, such as "obx_"), what
+// names the kind in the error ("an outbox item ID").
+func (b body) requiredID(name, prefix, what string) (string, error) {
+	id, err := b.required(name)
+	if err == nil && !storage.IDShaped(id, prefix) {
+		err = errInvalid(name, "%s must be %s (%s…).", name, what, prefix)
+	}
+	return id, err
+}
+
 // fromTo reads the two required fields every write has.
 func (b body) fromTo() (from, to string, err error) {
 	if from, err = b.required("from"); err != nil {

@@ -17,6 +17,7 @@ type reactionPayload struct {
 	To        string `json:"to"`
 	MessageID string `json:"message_id"`
 	Type      string `json:"type"`
+	Emoji     string `json:"emoji,omitempty"`
 	Remove    bool   `json:"remove,omitempty"`
 }
 
@@ -36,15 +37,40 @@ func (s *Server) sendReaction(w http.ResponseWriter, r *http.Request) error {
 	if p.Type, err = b.required("type"); err != nil {
 		return err
 	}
-	if !slices.Contains(bridge.ReactionTypes, p.Type) {
-		return errInvalid("type", "type must be one of %s.", strings.Join(bridge.ReactionTypes, ", "))
+	if p.Type != bridge.ReactionEmoji && !slices.Contains(bridge.ReactionTypes, p.Type) {
+		return errInvalid("type", "type must be one of %s, or %s with an emoji.", strings.Join(bridge.ReactionTypes, ", "), bridge.ReactionEmoji)
+	}
+	if p.Emoji, err = b.str("emoji"); err != nil {
+		return err
+	}
+	switch {
+	case p.Type == bridge.ReactionEmoji && p.Emoji == "":
+		return errMissing("emoji")
+	case p.Type == bridge.ReactionEmoji && !isOneEmoji(p.Emoji):
+		return errInvalid("emoji", "emoji must be exactly one emoji.")
+	case p.Type != bridge.ReactionEmoji && p.Emoji != "":
+		return errInvalid("emoji", "emoji goes with type %q.", bridge.ReactionEmoji)
 	}
 	if p.Remove, err = b.bool("remove"); err != nil {
 		return err
 	}
+	if p.Type == bridge.ReactionEmoji {
+		// Checked before the rest of the conversation's rules, as the
+		// advanced features are.
+		line, err := s.lineFor(r, p.From, "from")
+		if err != nil {
+			return err
+		}
+		if err := s.capable(line, "emoji_reactions"); err != nil {
+			return err
+		}
+	}
 	line, tgt, err := s.conversation(r, p.From, p.To, true)
 	if err != nil {
 		return err
+	}
+	if p.Type == bridge.ReactionEmoji && tgt.chat.Service == "sms" {
+		return errInvalid("type", "Emoji tapbacks are not sent over SMS.")
 	}
 	m, err := s.findMessage(r, line, p.MessageID, "message_id")
 	if err != nil {
@@ -54,7 +80,8 @@ func (s *Server) sendReaction(w http.ResponseWriter, r *http.Request) error {
 		return errInvalid("message_id", "Message %s is not in the chat with %s.", p.MessageID, p.To)
 	}
 	return s.enqueue(w, r, idem, line, p, storage.OutboxItem{
-		Kind: storage.KindReaction, ChatID: tgt.chat.ID, TargetMessageID: m.ID, TargetGUID: m.GUID, ReactionType: p.Type, Remove: p.Remove,
+		Kind: storage.KindReaction, ChatID: tgt.chat.ID, TargetMessageID: m.ID, TargetGUID: m.GUID, ReactionType: p.Type,
+		ReactionEmoji: p.Emoji, Remove: p.Remove,
 	})
 }
 

@@ -21,6 +21,16 @@ func (s *Server) routes(r patternRouter) {
 	r.GET("/v1/receipts", s.api("receipts:read", s.listReceipts))
 	r.POST("/v1/receipts", s.api("receipts:write", s.sendReceipt))
 	r.GET("/v1/outbox", s.api("outbox:read", s.getOutboxItem))
+	// Beyond the reference: changing what the line sent, group chats, and
+	// whether a handle is on iMessage.
+	r.POST("/v1/edits", s.api("messages:write", s.sendEdit))
+	r.POST("/v1/unsends", s.api("messages:write", s.sendUnsend))
+	r.POST("/v1/groups", s.api("messages:write", s.createGroup))
+	r.POST("/v1/groups/rename", s.api("messages:write", s.renameGroup))
+	r.POST("/v1/groups/participants", s.api("messages:write", s.changeGroupMembers))
+	r.POST("/v1/groups/leave", s.api("messages:write", s.leaveGroup))
+	r.GET("/v1/availability", s.api("messages:read", s.getAvailability))
+	r.POST("/v1/outbox/cancel", s.api("messages:write", s.cancelOutboxItem))
 	// The key owner's own sandbox: any key with an owner, whatever its
 	// scopes, as the reference's CLI expects.
 	r.GET("/v1/sandbox", s.api(anyScope, s.getSandbox))
@@ -60,6 +70,7 @@ func (s *Server) adminRoutes(r *httprouter.Router) {
 	r.POST("/sim/unsend", s.handle(s.adminSimUnsend))
 	r.POST("/sim/read", s.handle(s.adminSimRead))
 	r.POST("/sim/group", s.handle(s.adminSimGroup))
+	r.POST("/sim/availability", s.handle(s.adminSimAvailability))
 	r.GET("/sandbox", s.handle(s.adminSandbox))
 	r.POST("/sandbox", s.handle(s.adminStartSandbox))
 	r.GET("/webhooks", s.handle(s.adminWebhooks))

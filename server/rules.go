@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -27,10 +29,16 @@ import (
 //     if they did not exist (the one not-found rule).
 //  6. The sandbox and contact-first rules (checkRecipient): the owner's
 //     sandbox must be activated and the recipient its paired phone; outside
-//     the sandbox the chat must have received a message. Both are checked
-//     on a read snapshot and not again at commit, which is safe because
-//     neither can be undone: a pairing is once and for all, and a chat that
-//     has received a message keeps has_received_inbound.
+//     the sandbox the chat must have received a message. A group chat also
+//     passes when every member has written to the line in a one-to-one
+//     chat (contactWrote): that is the rule a group created through the
+//     API was created under (POST /v1/groups), and a member added through
+//     it (POST /v1/groups/participants). Both are checked on a read
+//     snapshot and not again at commit, which is safe because neither can
+//     be undone: a pairing is once and for all, and a chat that has
+//     received a message keeps has_received_inbound. (A member a contact
+//     adds later may not have written: the group then needs its inbound
+//     message as before.)
 //  7. Files and replied-to messages (fileByID, findMessage): the same
 //     not-found rule, by the file's line or owner and the message's line and
 //     chat. Files and messages are never reassigned, so the snapshot holds.
@@ -58,6 +66,29 @@ func (s *Server) conversation(r *http.Request, from, to string, advanced bool) (
 	return line, tgt, s.checkRecipient(r, line, tgt)
 }
 
+// contactWrote reports whether contact has written to line: its one-to-one
+// chat with the line has received a message.
+func (s *Server) contactWrote(ctx context.Context, line storage.Line, contact string) (bool, error) {
+	c, err := s.db.ChatByIdentifier(ctx, line.ID, contact)
+	if errors.Is(err, storage.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil && !c.IsGroup && c.HasReceivedInbound, err
+}
+
+// everyMemberWrote reports whether each of members has written to line.
+func (s *Server) everyMemberWrote(ctx context.Context, line storage.Line, members []string) (bool, error) {
+	if len(members) == 0 {
+		return false, nil
+	}
+	for _, m := range members {
+		if ok, err := s.contactWrote(ctx, line, m); err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
 // checkRecipient applies the sandbox and contact-first rules (rule 6).
 func (s *Server) checkRecipient(r *http.Request, line storage.Line, tgt target) error {
 	if line.IsSandbox {
@@ -72,6 +103,12 @@ func (s *Server) checkRecipient(r *http.Request, line storage.Line, tgt target) 
 		if tgt.chat.IsGroup || tgt.contact != st.PairedHandle {
 			return &Error{Status: 400, Type: typeInvalidRequest, Code: "sandbox_contact_mismatch", Param: "to",
 				Message: fmt.Sprintf("The sandbox line only sends to its paired number %s.", st.PairedHandle)}
+		}
+	}
+	if tgt.found && !tgt.chat.HasReceivedInbound && tgt.chat.IsGroup {
+		all, err := s.everyMemberWrote(r.Context(), line, tgt.chat.Participants)
+		if err != nil || all {
+			return err
 		}
 	}
 	if !tgt.found || !tgt.chat.HasReceivedInbound {

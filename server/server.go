@@ -41,6 +41,25 @@ type Options struct {
 	// Advanced reports whether a line's advanced features work right now
 	// (a Messages line's need its helper connected); nil means as configured.
 	Advanced func(storage.Line) bool
+	// Capabilities says why each feature of a line cannot be used now
+	// ("" when it can; see capabilities.go); nil, or a nil answer, means
+	// by Advanced alone.
+	Capabilities func(storage.Line) map[string]string
+	// Availability asks a line's network whether a handle is reachable on
+	// iMessage (GET /v1/availability); nil answers every handle as
+	// reachable. SimAvailability sets a handle's answer on the simulated
+	// network (`blueline sim availability`); nil refuses.
+	Availability    func(ctx context.Context, line storage.Line, handle string) (bool, error)
+	SimAvailability func(handle string, imessage bool)
+	// AvailabilityTTL is how long an availability answer is kept: 1 hour
+	// when 0.
+	AvailabilityTTL time.Duration
+	// Now is the server's clock (edit and unsend windows, quotas); nil is
+	// time.Now. Tests set it.
+	Now func() time.Time
+	// Guard is a line's Apple ID guard; nil means DefaultGuard (off) on
+	// every line.
+	Guard func(storage.Line) GuardPolicy
 	// Ready lists readiness checks beyond the storage's for GET /readyz
 	// (the workers, each line's bridge); nil means none.
 	Ready func(context.Context) []Check
@@ -68,6 +87,8 @@ type Server struct {
 	limiter *limiter
 	keyUse  *keyUse
 	now     func() time.Time
+	// availability keeps the networks' availability answers.
+	availability *availabilityCache
 
 	streamsDone  chan struct{} // closed by CloseStreams
 	closeStreams sync.Once
@@ -78,8 +99,13 @@ func New(db *storage.DB, inbound InboundRecorder, files FileStore, opts Options,
 	if opts.Advanced == nil {
 		opts.Advanced = func(l storage.Line) bool { return l.AdvancedFeatures }
 	}
+	now := time.Now
+	if opts.Now != nil {
+		now = opts.Now
+	}
 	return &Server{db: db, inbound: inbound, files: files, opts: opts, log: log, limiter: newLimiter(opts.RequestsPerHour),
-		keyUse: &keyUse{db: db, last: map[string]time.Time{}}, now: time.Now, streamsDone: make(chan struct{})}
+		keyUse: &keyUse{db: db, last: map[string]time.Time{}}, now: now, streamsDone: make(chan struct{}),
+		availability: newAvailabilityCache(opts.AvailabilityTTL)}
 }
 
 // apiHandler handles an authenticated request; an error it returns is

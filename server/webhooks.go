@@ -117,12 +117,9 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	id, err := b.required("id")
+	id, err := b.requiredID("id", "wh_", "a webhook ID")
 	if err != nil {
 		return err
-	}
-	if !storage.IDShaped(id, "wh_") {
-		return errInvalid("id", "id must be a webhook ID (wh_…).")
 	}
 	hook, err := s.db.WebhookByID(r.Context(), id)
 	if err == nil && !s.webhookVisible(r.Context(), hook) {

@@ -60,6 +60,7 @@ var (
 	bktConsole       = []byte("console")          // "password" → the console password's slow hash
 	bktConsoleLinks  = []byte("console_links")    // sha256(login link token) → loginLink
 	bktConsoleSess   = []byte("console_sessions") // sha256(session token) → Session
+	bktGuard         = []byte("guard")            // the Apple ID guard's counts (guard.go)
 )
 
 var allBuckets = [][]byte{
@@ -67,7 +68,7 @@ var allBuckets = [][]byte{
 	bktChatRecent, bktChatMessages, bktMessages, bktMessageGUIDs, bktGUIDJournal, bktOutbox,
 	bktOutboxDue, bktOutboxClaimed, bktIdempotency, bktSandbox, bktFiles, bktReactions, bktReceipts,
 	bktWebhooks, bktWebhookLines, bktDeliveries, bktDeliveriesDue, bktAttempts, bktBridgeState, bktChatUpdates,
-	bktEvents, bktConsole, bktConsoleLinks, bktConsoleSess,
+	bktEvents, bktConsole, bktConsoleLinks, bktConsoleSess, bktGuard,
 }
 
 const schemaVersion = 1

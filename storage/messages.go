@@ -37,6 +37,9 @@ type Message struct {
 	UnsentAt    int64 `json:"unsent_at,omitempty"`
 	DeliveredAt int64 `json:"delivered_at,omitempty"`
 	ReadAt      int64 `json:"read_at,omitempty"`
+	// EditRequests counts the line's accepted edits of its own message
+	// that did not fail: what Messages' limit on edits is checked against.
+	EditRequests int `json:"edit_requests,omitempty"`
 }
 
 // Attachment is a file carried by a message.
@@ -411,6 +414,9 @@ func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, h *historyTx) (r
 	} else {
 		saved := c
 		if err := putMessage(tx, &saved, &c, &m); err != nil {
+			return res, err
+		}
+		if err := guardInbound(tx, m, nowMillis()); err != nil {
 			return res, err
 		}
 	}

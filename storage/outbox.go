@@ -26,6 +26,12 @@ const (
 	KindReaction = "reaction"
 	KindTyping   = "typing"
 	KindRead     = "read" // a read receipt
+	// Changes to what the line sent, and group chats (see bridge.Edit,
+	// bridge.Unsend, bridge.NewGroup, bridge.GroupChange).
+	KindEdit        = "edit"
+	KindUnsend      = "unsend"
+	KindGroupCreate = "group_create"
+	KindGroupChange = "group_change"
 )
 
 // OutboxItem is one accepted write waiting for, or done with, delivery.
@@ -41,6 +47,8 @@ type OutboxItem struct {
 	MaxAttempts   int             `json:"max_attempts"`
 	CreatedAt     int64           `json:"created_at"`
 	NextAttemptAt int64           `json:"next_attempt_at"`
+	// SendAt is when a scheduled item falls due (Unix ms); 0 for at once.
+	SendAt int64 `json:"send_at,omitempty"`
 
 	// What to send, resolved when the request was accepted.
 	ChatID         string   `json:"chat_id"`
@@ -53,8 +61,17 @@ type OutboxItem struct {
 	TargetGUID      string `json:"target_guid,omitempty"`
 	ReactionType    string `json:"reaction_type,omitempty"`
 	Remove          bool   `json:"remove,omitempty"`
+	// ReactionEmoji is the emoji of an emoji tapback.
+	ReactionEmoji string `json:"reaction_emoji,omitempty"`
 	// TypingOn is the state a typing item sets.
 	TypingOn bool `json:"typing_on,omitempty"`
+	// A new group's members and name (KindGroupCreate; Text is its first
+	// message), or a group change: its action (a bridge.Chat… constant),
+	// the member added or removed, the new name.
+	Participants []string `json:"participants,omitempty"`
+	GroupName    string   `json:"group_name,omitempty"`
+	GroupAction  string   `json:"group_action,omitempty"`
+	Participant  string   `json:"participant,omitempty"`
 	// MessageID is the stored message once the item is sent.
 	MessageID string `json:"message_id"`
 
@@ -75,6 +92,7 @@ type OutboxItem struct {
 var (
 	ErrIdempotencyMismatch = errors.New("idempotency key reused with a different request")
 	ErrSandboxQuota        = errors.New("sandbox daily quota reached")
+	ErrEditLimit           = errors.New("the message was edited as many times as allowed")
 )
 
 // EnqueueRequest is an accepted write to put in the outbox.
@@ -90,6 +108,14 @@ type EnqueueRequest struct {
 	SandboxDay   string
 	SandboxOwner string
 	SandboxQuota int
+	// EditLimit, for an edit (KindEdit), is how many edits its message may
+	// have: counted in the transaction, so that concurrent edits cannot
+	// pass it together.
+	EditLimit int
+	// Guard, when set, refuses a message its line's Apple ID guard does
+	// not allow (a *GuardError). Messages are counted for the guard's
+	// standing whether or not it is set.
+	Guard *GuardLimits
 }
 
 // IdempotencyTTL is how long an Idempotency-Key is remembered.
@@ -109,7 +135,7 @@ func (db *DB) Enqueue(ctx context.Context, req EnqueueRequest) (item OutboxItem,
 	// Batch runs its functions one after another under the single writer:
 	// encode outside it, keep only lookups and puts inside.
 	newItem := req.Item
-	newItem.Status, newItem.CreatedAt, newItem.NextAttemptAt = StatusPending, now, now
+	newItem.Status, newItem.CreatedAt, newItem.NextAttemptAt = StatusPending, now, max(now, newItem.SendAt)
 	itemJSON, err := json.Marshal(newItem)
 	if err != nil {
 		return OutboxItem{}, false, err
@@ -154,10 +180,20 @@ func (db *DB) Enqueue(ctx context.Context, req EnqueueRequest) (item OutboxItem,
 				return err
 			}
 		}
+		if item.Kind == KindMessage {
+			if err := guardCount(tx, &item, req.Guard, now); err != nil {
+				return err
+			}
+		}
+		if req.EditLimit > 0 {
+			if err := countEdit(tx, item.TargetMessageID, req.EditLimit, 1); err != nil {
+				return err
+			}
+		}
 		if err := appendOnly(tx, bktOutbox).Put([]byte(item.ID), itemJSON); err != nil {
 			return err
 		}
-		if err := scheduleDue(tx, item.ID, now); err != nil {
+		if err := scheduleDue(tx, item.ID, item.NextAttemptAt); err != nil {
 			return err
 		}
 		if idemKey != nil {
@@ -169,9 +205,29 @@ func (db *DB) Enqueue(ctx context.Context, req EnqueueRequest) (item OutboxItem,
 		return OutboxItem{}, false, err
 	}
 	if !replayed {
+		// Scheduled items too: the worker learns when they fall due.
 		db.signalOutbox()
 	}
 	return item, replayed, nil
+}
+
+// countEdit adds delta to the edits requested of a message (the accepted
+// edit items that have not failed), refusing to go beyond limit (0: no
+// limit) with ErrEditLimit.
+func countEdit(tx *bolt.Tx, messageID string, limit, delta int) error {
+	key := tx.Bucket(bktMessages).Get([]byte(messageID))
+	if key == nil {
+		return fmt.Errorf("message %s: %w", messageID, ErrNotFound)
+	}
+	var m Message
+	if err := getJSON(tx.Bucket(bktChatMessages), key, &m); err != nil {
+		return err
+	}
+	if limit > 0 && m.EditRequests+delta > limit {
+		return ErrEditLimit
+	}
+	m.EditRequests = max(m.EditRequests+delta, 0)
+	return putJSON(tx.Bucket(bktChatMessages), key, m)
 }
 
 // dropOldQuotas deletes the sandbox counts of days before today.
@@ -221,8 +277,26 @@ func (db *DB) OutboxItemByID(ctx context.Context, id string) (OutboxItem, error)
 // still pending falls due (0 when none is). It shares a group commit with
 // concurrent writes, so claiming under load costs no fsync of its own.
 func (db *DB) ClaimDue(ctx context.Context, now int64, max int) (items []OutboxItem, nextDue int64, err error) {
+	return db.ClaimDuePaced(ctx, now, max, nil)
+}
+
+// Pace holds back due items that may not be claimed yet (a line's pacing).
+type Pace interface {
+	// Start begins a claim; it may be called again for the same claim,
+	// whose transaction can run twice.
+	Start(now int64)
+	// Hold is when a due item may be claimed, or 0 to claim it now.
+	Hold(item OutboxItem) int64
+}
+
+// ClaimDuePaced is ClaimDue with pace (nil for none) deciding which due
+// items to claim: a held item stays pending, due again when Hold says.
+func (db *DB) ClaimDuePaced(ctx context.Context, now int64, max int, pace Pace) (items []OutboxItem, nextDue int64, err error) {
 	err = db.bolt.Batch(func(tx *bolt.Tx) error {
 		items, nextDue = nil, 0
+		if pace != nil {
+			pace.Start(now)
+		}
 		outbox, claimed := tx.Bucket(bktOutbox), tx.Bucket(bktOutboxClaimed)
 		c := tx.Bucket(bktOutboxDue).Cursor()
 		for k, v := c.First(); k != nil; k, v = c.First() {
@@ -238,6 +312,21 @@ func (db *DB) ClaimDue(ctx context.Context, now int64, max int) (items []OutboxI
 			var item OutboxItem
 			if err := getJSON(outbox, id, &item); err != nil {
 				return fmt.Errorf("due item %s: %w", id, err)
+			}
+			if item.Status != StatusPending {
+				continue // cancelled while due
+			}
+			if pace != nil {
+				if until := pace.Hold(item); until > now {
+					item.NextAttemptAt = until
+					if err := putJSON(outbox, id, item); err != nil {
+						return err
+					}
+					if err := scheduleDue(tx, item.ID, until); err != nil {
+						return err
+					}
+					continue
+				}
 			}
 			item.Status = StatusClaimed
 			item.Attempts++
@@ -267,6 +356,9 @@ type Sent struct {
 	ChatGUID    string
 	Service     string
 	SMSFallback bool
+	// Chat is the group a KindGroupCreate item created (its ID is used if
+	// the chat is new); Message is then its first message.
+	Chat Chat
 }
 
 // MarkSent records successful deliveries in one transaction: each item
@@ -290,6 +382,15 @@ func (db *DB) MarkSent(ctx context.Context, sent ...Sent) error {
 			}
 			line, _ := db.LineByID(item.LineID)
 			switch item.Kind {
+			case KindGroupCreate:
+				want := s.Chat
+				want.LineID, want.IsGroup = item.LineID, true
+				c, err := upsertChat(tx, want, false, "")
+				if err != nil {
+					return err
+				}
+				item.ChatID = c.ID
+				fallthrough
 			case KindMessage:
 				cs := chats[item.ChatID]
 				if cs == nil {
@@ -322,7 +423,7 @@ func (db *DB) MarkSent(ctx context.Context, sent ...Sent) error {
 				item.SentChatGUID, item.SentService, item.SMSFallback = s.ChatGUID, s.Service, s.SMSFallback
 			case KindReaction:
 				_, _, err := db.applyReaction(tx, Reaction{MessageID: item.TargetMessageID, ChatID: item.ChatID, LineID: item.LineID,
-					Type: item.ReactionType, Sender: line.Handle, IsFromMe: true, Added: !item.Remove, SentAt: s.At, SyncedAt: now})
+					Type: item.ReactionType, Emoji: item.ReactionEmoji, Sender: line.Handle, IsFromMe: true, Added: !item.Remove, SentAt: s.At, SyncedAt: now})
 				if err != nil {
 					return err
 				}
@@ -374,7 +475,17 @@ func (db *DB) MarkFailed(ctx context.Context, id, reason string) (OutboxItem, er
 		if err := finishClaimed(tx, id, &item); err != nil {
 			return err
 		}
-		item.Status, item.Error, item.CompletedAt = StatusFailed, reason, nowMillis()
+		if item.Kind == KindEdit {
+			// An edit that failed is not one of the message's edits.
+			if err := countEdit(tx, item.TargetMessageID, 0, -1); err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
+		now := nowMillis()
+		if err := guardUncount(tx, item, now); err != nil {
+			return err
+		}
+		item.Status, item.Error, item.CompletedAt = StatusFailed, reason, now
 		return putJSON(tx.Bucket(bktOutbox), []byte(id), item)
 	})
 	return item, err

@@ -103,6 +103,9 @@ type Bridge struct {
 type sendingState struct {
 	identifier string
 	after      int64
+	// newGroup is a group being created, whose identifier is not known
+	// yet: every new outgoing row of a group may be its first message.
+	newGroup bool
 }
 
 // Open checks the database and starts the helper's listener. The bridge
@@ -719,7 +722,13 @@ func (b *Bridge) React(ctx context.Context, r bridge.Reaction) (bridge.Receipt, 
 	if !b.helper.Connected() {
 		return bridge.Receipt{}, errNoHelper
 	}
-	guid, err := b.helper.SendReaction(ctx, r.Chat.GUID, r.TargetGUID, r.Type, r.Remove)
+	var guid string
+	var err error
+	if r.Type == bridge.ReactionEmoji {
+		guid, err = b.helper.SendEmojiReaction(ctx, r.Chat.GUID, r.TargetGUID, r.Emoji, r.Remove)
+	} else {
+		guid, err = b.helper.SendReaction(ctx, r.Chat.GUID, r.TargetGUID, r.Type, r.Remove)
+	}
 	if err != nil {
 		return bridge.Receipt{}, err
 	}
@@ -782,5 +791,5 @@ func (b *Bridge) beingMatched(r chatdb.Row) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.sending != nil && r.RowID > b.sending.after &&
-		(r.Chat.RowID == 0 || strings.EqualFold(r.Chat.Identifier, b.sending.identifier))
+		(r.Chat.RowID == 0 || strings.EqualFold(r.Chat.Identifier, b.sending.identifier) || b.sending.newGroup && r.Chat.IsGroup)
 }

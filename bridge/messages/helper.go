@@ -135,6 +135,7 @@ type helperConn struct {
 
 type helperResult struct {
 	identifier string
+	data       map[string]any // the answer's "data" object, if any
 	err        error
 }
 
@@ -409,6 +410,7 @@ func (h *HelperServer) resolve(c *helperConn, id string, m map[string]any) {
 	}
 	var r helperResult
 	r.identifier, _ = m["identifier"].(string)
+	r.data, _ = m["data"].(map[string]any)
 	if msg := helperErrorText(m["error"]); msg != "" {
 		r = helperResult{err: &HelperError{Message: msg}}
 	}
@@ -436,23 +438,29 @@ func helperErrorText(v any) string {
 // end. It returns the answer's "identifier": the new message's GUID for
 // sends. An "error" in the answer is returned as a *HelperError.
 func (h *HelperServer) Request(ctx context.Context, action string, data map[string]any) (string, error) {
+	r, err := h.request(ctx, action, data)
+	return r.identifier, err
+}
+
+// request is Request with the whole answer.
+func (h *HelperServer) request(ctx context.Context, action string, data map[string]any) (helperResult, error) {
 	if action == "" {
-		return "", bridge.Permanent(errors.New("messages: helper request without an action"))
+		return helperResult{}, bridge.Permanent(errors.New("messages: helper request without an action"))
 	}
 	id, err := newTransactionID()
 	if err != nil {
-		return "", err
+		return helperResult{}, err
 	}
 	frame, err := helperFrame(action, data, id)
 	if err != nil {
-		return "", err
+		return helperResult{}, err
 	}
 	ch := make(chan helperResult, 1)
 	h.mu.Lock()
 	c := h.conn
 	if c == nil || c.gone {
 		h.mu.Unlock()
-		return "", ErrHelperNotConnected
+		return helperResult{}, ErrHelperNotConnected
 	}
 	c.pending[id] = ch
 	h.mu.Unlock()
@@ -463,7 +471,7 @@ func (h *HelperServer) Request(ctx context.Context, action string, data map[stri
 	}()
 
 	if err := h.write(ctx, c, frame); err != nil {
-		return "", fmt.Errorf("messages: send %s to the private-API helper: %w", action, err)
+		return helperResult{}, fmt.Errorf("messages: send %s to the private-API helper: %w", action, err)
 	}
 	select {
 	case r := <-ch:
@@ -471,9 +479,9 @@ func (h *HelperServer) Request(ctx context.Context, action string, data map[stri
 		if errors.As(r.err, &he) {
 			he.Action = action
 		}
-		return r.identifier, r.err
+		return r, r.err
 	case <-ctx.Done():
-		return "", fmt.Errorf("messages: the private-API helper did not answer %s (transaction %s): %w", action, id, ctx.Err())
+		return helperResult{}, fmt.Errorf("messages: the private-API helper did not answer %s (transaction %s): %w", action, id, ctx.Err())
 	}
 }
 

@@ -1,0 +1,172 @@
+package messages
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/blueline-app/blueline/bridge"
+	"github.com/blueline-app/blueline/bridge/messages/chatdb"
+)
+
+// What the line changes after sending, and its group chats: all through
+// the private-API helper. What Messages then records (date_edited,
+// date_retracted, the group's system rows) reaches the sink from chat.db,
+// as a contact's changes do.
+
+// Edit replaces the text of a message the line sent.
+func (b *Bridge) Edit(ctx context.Context, e bridge.Edit) error {
+	if !b.helper.Connected() {
+		return errNoHelper
+	}
+	return helperErr(b.helper.EditMessage(ctx, e.Chat.GUID, e.TargetGUID, e.Text))
+}
+
+// Unsend takes back a message the line sent.
+func (b *Bridge) Unsend(ctx context.Context, u bridge.Unsend) error {
+	if !b.helper.Connected() {
+		return errNoHelper
+	}
+	return helperErr(b.helper.UnsendMessage(ctx, u.Chat.GUID, u.TargetGUID))
+}
+
+// ChangeGroup renames a group, adds or removes a member, or leaves it.
+func (b *Bridge) ChangeGroup(ctx context.Context, c bridge.GroupChange) error {
+	if !b.helper.Connected() {
+		return errNoHelper
+	}
+	var err error
+	switch c.Action {
+	case bridge.ChatRenamed:
+		err = b.helper.SetDisplayName(ctx, c.Chat.GUID, c.Name)
+	case bridge.ChatParticipantAdded:
+		err = b.helper.AddParticipant(ctx, c.Chat.GUID, c.Participant)
+	case bridge.ChatParticipantRemoved:
+		err = b.helper.RemoveParticipant(ctx, c.Chat.GUID, c.Participant)
+	case bridge.ChatParticipantLeft:
+		err = b.helper.LeaveChat(ctx, c.Chat.GUID)
+	default:
+		err = bridge.Permanent(fmt.Errorf("messages: unknown group change %q", c.Action))
+	}
+	return helperErr(err)
+}
+
+// helperErr marks a helper's refusal permanent: it answered that the action
+// cannot be done ("Chat does not exist!"), which retrying will not change.
+// A helper not connected certainly did nothing.
+func helperErr(err error) error {
+	var he *HelperError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &he):
+		return bridge.Permanent(err)
+	case errors.Is(err, ErrHelperNotConnected):
+		return bridge.NotSent(err)
+	}
+	return err
+}
+
+// CreateGroup creates a group chat through the helper, which sends its
+// first message, and follows that message in chat.db until it is sent. A
+// name is given to the group afterwards (set-display-name), as Messages
+// does. Creating sends a message: an attempt that handed it to the helper
+// is never made again (see bridge.Outgoing.Handoff).
+func (b *Bridge) CreateGroup(ctx context.Context, g bridge.NewGroup) (bridge.Chat, bridge.Receipt, error) {
+	if !g.HandedAt.IsZero() {
+		return bridge.Chat{}, bridge.Receipt{}, bridge.Permanent(fmt.Errorf("%w: the daemon stopped while creating the group; "+
+			"it is not created again (look in Messages)", errUnknownOutcome))
+	}
+	if !b.helper.Connected() {
+		return bridge.Chat{}, bridge.Receipt{}, errNoHelper
+	}
+	service, err := accountService(g.Service)
+	if err != nil {
+		return bridge.Chat{}, bridge.Receipt{}, err
+	}
+	b.sendMu.Lock()
+	defer b.sendMu.Unlock()
+	mark, err := b.db.MaxRowID(ctx)
+	if err != nil {
+		return bridge.Chat{}, bridge.Receipt{}, err
+	}
+	since := time.Now().Add(-2 * time.Second)
+	// Until the chat is named, every new outgoing group row may be its
+	// first message: the watcher leaves them to this send.
+	b.setSending(&sendingState{after: mark, newGroup: true})
+	defer b.setSending(nil)
+	if err := onlyOnce(g.Handoff)(ctx); err != nil {
+		return bridge.Chat{}, bridge.Receipt{}, err
+	}
+	guid, err := b.helper.CreateChat(ctx, g.Participants, g.Text, service)
+	if err != nil {
+		return bridge.Chat{}, bridge.Receipt{}, helperErr(err)
+	}
+	ident := strings.SplitN(guid, ";", 3)[2] // CreateChat checked its shape
+	chat := bridge.Chat{GUID: guid, Identifier: ident, IsGroup: true, Participants: g.Participants}
+	b.setSending(&sendingState{identifier: ident, after: mark})
+	q := chatdb.Outgoing{Identifier: ident, IsGroup: true, After: mark, Since: since, Text: g.Text}
+	rows, err := b.find(ctx, q, b.cfg.TextTimeout)
+	if err != nil {
+		return bridge.Chat{}, bridge.Receipt{}, err
+	}
+	if len(rows) == 0 {
+		return bridge.Chat{}, bridge.Receipt{}, bridge.Permanent(fmt.Errorf("%w: the helper created chat %s but its first message did not appear in chat.db within %s",
+			errUnknownOutcome, guid, b.cfg.TextTimeout))
+	}
+	b.claim(rows...)
+	receipt, err := b.await(ctx, rows, b.cfg.TextTimeout)
+	if err != nil {
+		return bridge.Chat{}, bridge.Receipt{}, err
+	}
+	receipt.ChatGUID = guid
+	if g.Name != "" {
+		// The group exists and has its message: a name that fails is
+		// logged, not a failed send (the client can rename it).
+		if err := b.helper.SetDisplayName(ctx, guid, g.Name); err != nil {
+			b.log.Warn("the new group could not be named", "chat", guid, "err", err)
+		} else {
+			chat.Name = g.Name
+		}
+	}
+	return chat, receipt, nil
+}
+
+// Availability asks, through the helper, whether handle is reachable on
+// iMessage.
+func (b *Bridge) Availability(ctx context.Context, line, handle string) (bool, error) {
+	if !b.helper.Connected() {
+		return false, errNoHelper
+	}
+	return b.helper.CheckIMessageAvailability(ctx, handle)
+}
+
+// Capabilities says, for each feature of the line, why it cannot be used
+// now ("" when it can): the private-API helper must be connected for all
+// but sending text and files, and chat.db must be readable for what is
+// confirmed from it. macOS's version is not known to the bridge: edits and
+// unsends need macOS 13, emoji tapbacks macOS 15, and the helper refuses
+// them on older systems.
+func (b *Bridge) Capabilities() map[string]string {
+	h := b.Health()
+	reason := ""
+	if h.Helper != "connected" {
+		reason = "the private-API helper is not connected"
+	}
+	out := map[string]string{}
+	for _, f := range []string{"reactions", "emoji_reactions", "typing", "receipts", "edit", "unsend", "groups", "availability", "audio_messages"} {
+		out[f] = reason
+	}
+	if reason == "" && h.ChatDB != "readable" {
+		// A new group's first message is found in chat.db.
+		out["groups"] = "chat.db is not readable (Full Disk Access?)"
+	}
+	if b.cfg.Service == "sms" {
+		for _, f := range []string{"edit", "unsend", "emoji_reactions"} {
+			out[f] = "not on an SMS line"
+		}
+	}
+	return out
+}

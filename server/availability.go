@@ -1,0 +1,151 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/handle"
+	"github.com/blueline-app/blueline/storage"
+)
+
+// getAvailability answers whether a handle is reachable on iMessage, as the
+// line's network says (on a Mac, Apple's directory through the private-API
+// helper), so that a client can choose SMS up front. Answers are kept in
+// memory for AvailabilityTTL (1 hour): asking Apple's directory about many
+// handles is what a spammer does, and an answer rarely changes within the
+// hour. A restart forgets them.
+func (s *Server) getAvailability(w http.ResponseWriter, r *http.Request) error {
+	from, err := queryHandle(r, "from")
+	if err != nil {
+		return err
+	}
+	value, err := queryRequired(r, "handle")
+	if err != nil {
+		return err
+	}
+	h, err := handle.Normalize(value)
+	if err != nil {
+		return errInvalid("handle", "handle must be a phone number or an account-ID (e-mail) handle.")
+	}
+	line, err := s.lineFor(r, from, "from")
+	if err != nil {
+		return err
+	}
+	if err := s.capable(line, "availability"); err != nil {
+		return err
+	}
+	if h == line.Handle {
+		return errInvalid("handle", "handle is the line's own handle.")
+	}
+	imessage, at, err := s.availability.get(r.Context(), line, h, s.now(), func(ctx context.Context) (bool, error) {
+		if s.opts.Availability == nil {
+			return true, nil
+		}
+		ctx, cancel := context.WithTimeout(ctx, availabilityTimeout)
+		defer cancel()
+		return s.opts.Availability(ctx, line, h)
+	})
+	if err != nil {
+		if r.Context().Err() != nil {
+			return err
+		}
+		s.log.Warn("availability check failed", "line", line.Handle, "err", err)
+		return &Error{Status: http.StatusServiceUnavailable, Type: "api_error", Code: "network_unavailable",
+			Message: "Line " + line.Handle + "'s network did not answer the availability check; try again later."}
+	}
+	writeJSON(w, http.StatusOK, api.Availability{Handle: h, IMessage: imessage, CheckedAt: at.UnixMilli(), RequestID: requestID(r.Context())})
+	return nil
+}
+
+// availabilityCache keeps availability answers by line and handle.
+type availabilityCache struct {
+	ttl time.Duration
+
+	mu      sync.Mutex
+	answers map[string]availabilityAnswer
+}
+
+type availabilityAnswer struct {
+	imessage bool
+	at       time.Time
+}
+
+func newAvailabilityCache(ttl time.Duration) *availabilityCache {
+	if ttl <= 0 {
+		ttl = time.Hour
+	}
+	return &availabilityCache{ttl: ttl, answers: map[string]availabilityAnswer{}}
+}
+
+// get returns the kept answer for h on line, or asks and keeps it. Expired
+// answers are dropped as they are met, and all of them when the cache grows
+// large, so it stays bounded by the handles asked about within the TTL.
+func (c *availabilityCache) get(ctx context.Context, line storage.Line, h string, now time.Time, ask func(context.Context) (bool, error)) (bool, time.Time, error) {
+	key := line.ID + "\x00" + h
+	c.mu.Lock()
+	a, ok := c.answers[key]
+	c.mu.Unlock()
+	if ok && now.Sub(a.at) < c.ttl {
+		return a.imessage, a.at, nil
+	}
+	imessage, err := ask(ctx)
+	if err != nil {
+		return false, time.Time{}, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.answers) >= maxAvailabilityAnswers {
+		for k, a := range c.answers {
+			if now.Sub(a.at) >= c.ttl {
+				delete(c.answers, k)
+			}
+		}
+	}
+	c.answers[key] = availabilityAnswer{imessage: imessage, at: now}
+	return imessage, now, nil
+}
+
+// forget drops the answers about h on every line.
+func (c *availabilityCache) forget(h string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.answers {
+		if _, kh, _ := strings.Cut(k, "\x00"); kh == h {
+			delete(c.answers, k)
+		}
+	}
+}
+
+const maxAvailabilityAnswers = 10000
+
+// availabilityTimeout bounds one question to the network.
+const availabilityTimeout = 15 * time.Second
+
+// SimAvailability is whether a handle is reachable on iMessage on the
+// simulated network, as `blueline sim availability` sets it.
+type SimAvailability struct {
+	Handle   string `json:"handle"`
+	IMessage bool   `json:"imessage"`
+}
+
+func (s *Server) adminSimAvailability(w http.ResponseWriter, r *http.Request) error {
+	var req SimAvailability
+	if err := decodeAdmin(r, &req); err != nil {
+		return err
+	}
+	h, err := handle.Normalize(req.Handle)
+	if err != nil {
+		return errInvalid("handle", "--handle must be a phone number or account-ID handle.")
+	}
+	if s.opts.SimAvailability == nil {
+		return errInvalidRequest("sim_unavailable", "This daemon has no simulated network.")
+	}
+	s.opts.SimAvailability(h, req.IMessage)
+	s.availability.forget(h)
+	writeJSON(w, http.StatusOK, SimAvailability{Handle: h, IMessage: req.IMessage})
+	return nil
+}
