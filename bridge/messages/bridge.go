@@ -36,7 +36,10 @@ type Config struct {
 	Osascript      string // the AppleScript runner program
 	AttachmentsDir string // where files are staged for Messages; "~" is the home folder
 	HelperPort     int    // loopback port for the private-API helper; 0: DefaultHelperPort
-	Cursor         Cursor // where the bridge keeps how far it has read chat.db
+	// MacOSVersion is the Mac's macOS version ("15.1"), which decides the
+	// features that need a recent one; "" reads this Mac's (Open).
+	MacOSVersion string
+	Cursor       Cursor // where the bridge keeps how far it has read chat.db
 
 	// PollOnly turns off watching chat.db's folder: it is then read every
 	// Poll only.
@@ -113,6 +116,9 @@ type sendingState struct {
 func Open(ctx context.Context, cfg Config) (*Bridge, error) {
 	if cfg.Poll == 0 {
 		cfg.Poll = time.Second
+	}
+	if cfg.MacOSVersion == "" {
+		cfg.MacOSVersion = hostMacOSVersion()
 	}
 	if cfg.Debounce == 0 {
 		cfg.Debounce = 25 * time.Millisecond

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -143,12 +144,15 @@ func (b *Bridge) Availability(ctx context.Context, line, handle string) (bool, e
 	return b.helper.CheckIMessageAvailability(ctx, handle)
 }
 
+// minMacOS is the macOS version a feature needs, where it needs a recent
+// one: Messages edits and unsends from macOS 13, emoji tapbacks from 15.
+var minMacOS = map[string]int{"edit": 13, "unsend": 13, "emoji_reactions": 15}
+
 // Capabilities says, for each feature of the line, why it cannot be used
 // now ("" when it can): the private-API helper must be connected for all
-// but sending text and files, and chat.db must be readable for what is
-// confirmed from it. macOS's version is not known to the bridge: edits and
-// unsends need macOS 13, emoji tapbacks macOS 15, and the helper refuses
-// them on older systems.
+// but sending text and files, chat.db must be readable for what is
+// confirmed from it, and some features need a recent macOS (when the
+// version is known).
 func (b *Bridge) Capabilities() map[string]string {
 	h := b.Health()
 	reason := ""
@@ -163,10 +167,27 @@ func (b *Bridge) Capabilities() map[string]string {
 		// A new group's first message is found in chat.db.
 		out["groups"] = "chat.db is not readable (Full Disk Access?)"
 	}
+	if major := macOSMajor(b.cfg.MacOSVersion); major > 0 {
+		for f, need := range minMacOS {
+			if major < need && out[f] == "" {
+				out[f] = fmt.Sprintf("needs macOS %d or later (this Mac runs %s)", need, b.cfg.MacOSVersion)
+			}
+		}
+	}
 	if b.cfg.Service == "sms" {
 		for _, f := range []string{"edit", "unsend", "emoji_reactions"} {
 			out[f] = "not on an SMS line"
 		}
 	}
 	return out
+}
+
+// macOSMajor is the major version of v ("13.6.1" → 13), 0 if unknown.
+func macOSMajor(v string) int {
+	major, _, _ := strings.Cut(v, ".")
+	n, err := strconv.Atoi(major)
+	if err != nil {
+		return 0
+	}
+	return n
 }

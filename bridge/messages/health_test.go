@@ -39,3 +39,29 @@ func TestSenderHealth(t *testing.T) {
 		t.Errorf("Health.String() = %q, want %q", got, want)
 	}
 }
+
+// Features that need a recent macOS say so when this Mac's is older, once
+// the helper is connected (before, the helper is the reason).
+func TestCapabilitiesByMacOSVersion(t *testing.T) {
+	h := newTestHelper(t)
+	connectPeer(t, h)
+	waitConnected(t, h, true)
+	for _, c := range []struct {
+		version string
+		want    map[string]string
+	}{
+		{"12.7.4", map[string]string{"edit": "needs macOS 13 or later (this Mac runs 12.7.4)", "unsend": "needs macOS 13 or later (this Mac runs 12.7.4)",
+			"emoji_reactions": "needs macOS 15 or later (this Mac runs 12.7.4)", "reactions": ""}},
+		{"14.5", map[string]string{"edit": "", "unsend": "", "emoji_reactions": "needs macOS 15 or later (this Mac runs 14.5)"}},
+		{"26.1", map[string]string{"edit": "", "unsend": "", "emoji_reactions": ""}},
+		{"", map[string]string{"edit": "", "emoji_reactions": ""}}, // unknown: the helper answers for it
+	} {
+		b := &Bridge{cfg: Config{Service: "imessage", MacOSVersion: c.version}, sender: NewSender(&recRunner{}, testTimeout), helper: h}
+		got := b.Capabilities()
+		for f, want := range c.want {
+			if got[f] != want {
+				t.Errorf("macOS %q, %s: %q, want %q", c.version, f, got[f], want)
+			}
+		}
+	}
+}
