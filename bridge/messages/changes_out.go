@@ -56,7 +56,10 @@ func (b *Bridge) ChangeGroup(ctx context.Context, c bridge.GroupChange) error {
 
 // helperErr marks a helper's refusal permanent: it answered that the action
 // cannot be done ("Chat does not exist!"), which retrying will not change.
-// A helper not connected certainly did nothing.
+// A helper not connected certainly did nothing. A helper that went away,
+// or did not answer in time, after it was given the action may have done
+// it: that is final too, so that nothing is done twice (a second edit
+// would count against Messages' five). What happened shows in chat.db.
 func helperErr(err error) error {
 	var he *HelperError
 	switch {
@@ -66,6 +69,8 @@ func helperErr(err error) error {
 		return bridge.Permanent(err)
 	case errors.Is(err, ErrHelperNotConnected):
 		return bridge.NotSent(err)
+	case errors.Is(err, ErrHelperDisconnected) || errors.Is(err, context.DeadlineExceeded):
+		return bridge.Permanent(fmt.Errorf("%w: %w", errUnknownOutcome, err))
 	}
 	return err
 }

@@ -1,7 +1,10 @@
 package messages
 
 import (
+	"errors"
 	"testing"
+
+	"github.com/blueline-app/blueline/bridge"
 )
 
 // What the scripts' outcomes say of Automation and Messages, in turn.
@@ -63,5 +66,32 @@ func TestCapabilitiesByMacOSVersion(t *testing.T) {
 				t.Errorf("macOS %q, %s: %q, want %q", c.version, f, got[f], want)
 			}
 		}
+	}
+}
+
+// An edit the helper took but did not answer (it went away) is not tried
+// again: it may have happened, and a second edit would show twice.
+func TestUncertainHelperActionIsFinal(t *testing.T) {
+	h := newTestHelper(t)
+	peer := connectPeer(t, h)
+	waitConnected(t, h, true)
+	b := &Bridge{cfg: Config{Service: "imessage"}, sender: NewSender(&recRunner{}, testTimeout), helper: h}
+	done := make(chan error, 1)
+	go func() {
+		done <- b.Edit(t.Context(), bridge.Edit{Conversation: bridge.Conversation{Chat: bridge.Chat{GUID: "iMessage;-;+15551110001"}},
+			TargetGUID: "G1", Text: "fixed"})
+	}()
+	if f := peer.frame(); f["action"] != "edit-message" {
+		t.Fatalf("frame %v, want edit-message", f)
+	}
+	peer.conn.Close()
+	err := <-done
+	if !bridge.IsPermanent(err) || !errors.Is(err, errUnknownOutcome) || !errors.Is(err, ErrHelperDisconnected) {
+		t.Fatalf("edit whose helper went away: %v (permanent %v), want a final unknown outcome", err, bridge.IsPermanent(err))
+	}
+	// Without a helper at all, nothing was done: not final.
+	waitConnected(t, h, false)
+	if err := b.Edit(t.Context(), bridge.Edit{TargetGUID: "G1", Text: "fixed"}); bridge.IsPermanent(err) || !bridge.IsNotSent(err) {
+		t.Fatalf("edit with no helper: %v, want not sent and retryable", err)
 	}
 }
