@@ -24,6 +24,7 @@ import (
 	"github.com/blueline-app/blueline/cli"
 	"github.com/blueline-app/blueline/daemontest"
 	"github.com/blueline-app/blueline/storage"
+	"github.com/blueline-app/blueline/testkit"
 )
 
 func TestDocumentLoads(t *testing.T) {
@@ -319,17 +320,9 @@ func (td *testDaemon) answer(want int, req *http.Request, resp *http.Response, r
 // waitSent polls an outbox item until it is sent.
 func (td *testDaemon) waitSent(id string) {
 	td.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		item := td.do(200, "GET", "/v1/outbox?id="+id, nil)
-		if item.body["status"] == "sent" {
-			return
-		}
-		if time.Now().After(deadline) {
-			td.t.Fatalf("outbox item not sent: %s", item.raw)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(td.t, 10*time.Second, func() bool {
+		return td.do(200, "GET", "/v1/outbox?id="+id, nil).body["status"] == "sent"
+	})
 }
 
 func TestLiveExchanges(t *testing.T) {
@@ -482,20 +475,12 @@ func TestLiveWebhooks(t *testing.T) {
 // waitEvents waits until events() holds every one of want.
 func waitEvents(t *testing.T, mu *sync.Mutex, events func() []string, want []string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	testkit.Eventually(t, 15*time.Second, func() bool {
 		mu.Lock()
 		have := events()
 		mu.Unlock()
-		missing := slices.DeleteFunc(slices.Clone(want), func(e string) bool { return slices.Contains(have, e) })
-		if len(missing) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("events %v; missing %v", have, missing)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return !slices.ContainsFunc(want, func(e string) bool { return !slices.Contains(have, e) })
+	})
 }
 
 // TestRejectsDrift changes real answers the way a server change would and
