@@ -1,8 +1,9 @@
 // Package client is a typed Go client of Blueline's HTTP API (/v1), the
 // same API the reference service's official SDK speaks: lines, chats,
 // messages, audio messages, files, reactions, typing indicators, read
-// receipts, the outbox, webhooks and the sandbox. It also verifies and
-// signs webhook deliveries (VerifyWebhook, SignWebhook).
+// receipts, the outbox, webhooks and the sandbox; and Blueline's own
+// additions: edits and unsends, group chats and iMessage availability. It
+// also verifies and signs webhook deliveries (VerifyWebhook, SignWebhook).
 //
 //	c := client.New("https://blueline.example.com", client.WithAPIKey(key))
 //	item, err := c.Messages.Send(ctx, client.MessageSendParams{From: line, To: "+15551230001", Text: "hi"})
@@ -45,6 +46,8 @@ type Client struct {
 	Webhooks      *WebhookService
 	Sandbox       *SandboxService
 	Events        *EventService
+	Groups        *GroupService
+	Availability  *AvailabilityService
 
 	base       string
 	apiKey     string
@@ -102,6 +105,8 @@ func New(baseURL string, opts ...Option) *Client {
 	c.Webhooks = &WebhookService{c}
 	c.Sandbox = &SandboxService{c}
 	c.Events = &EventService{c}
+	c.Groups = &GroupService{c}
+	c.Availability = &AvailabilityService{c}
 	return c
 }
 

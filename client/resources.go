@@ -121,6 +121,9 @@ const (
 	ReactionLaugh     = "laugh"
 	ReactionEmphasize = "emphasize"
 	ReactionQuestion  = "question"
+	// ReactionEmoji is a tapback with any one emoji (ReactionSendParams.Emoji);
+	// the line needs the emoji_reactions capability.
+	ReactionEmoji = "emoji"
 )
 
 // ReactionSendParams is a tapback to add, or to remove; the line needs
@@ -130,6 +133,9 @@ type ReactionSendParams struct {
 	To        string `json:"to"`         // the chat: a contact's handle or a cht_ ID (required)
 	MessageID string `json:"message_id"` // a msg_ ID or message GUID in that chat (required)
 	Type      string `json:"type"`       // one of the Reaction… constants (required)
+	// Emoji is the one emoji of a ReactionEmoji tapback (required with
+	// it, refused with the other types).
+	Emoji string `json:"emoji,omitempty"`
 	// Remove takes the line's reaction of that type back.
 	Remove bool `json:"remove,omitempty"`
 
