@@ -22,6 +22,29 @@ type Line struct {
 	Capabilities map[string]Capability `json:"capabilities"`
 	// Guard is the line's Apple ID guard and its standing today.
 	Guard LineGuard `json:"guard"`
+	// Health is what the line's bridge has seen of the Mac (a Messages
+	// line), null on the simulated network.
+	Health *LineHealth `json:"health"`
+}
+
+// LineHealth is a Messages line's bridge as it last saw chat.db and
+// Messages, with what it took for other than news since the daemon
+// started.
+type LineHealth struct {
+	// Summary is the bridge's health in a line, as /readyz shows it.
+	Summary string `json:"summary"`
+	// HistoryRows are new rows stored as history, without events (old
+	// messages written again, as Messages in iCloud does).
+	HistoryRows int64 `json:"history_rows"`
+	// TwinsSuppressed are new rows that repeated a stored message under
+	// another GUID, not stored again.
+	TwinsSuppressed int64 `json:"twins_suppressed"`
+	// ScreenedRows are rows Messages filed away (junk, filter folders,
+	// unknown senders held), stored without events.
+	ScreenedRows int64 `json:"screened_rows"`
+	// ChatDBReplacedAt is when another chat.db was found at its path
+	// (Unix ms), null when not since the daemon started.
+	ChatDBReplacedAt *int64 `json:"chat_db_replaced_at"`
 }
 
 // LineGuard is a line's Apple ID guard: whether it is on, its pace and
@@ -76,6 +99,13 @@ type Chat struct {
 	Participants       []string `json:"participants"`
 	HasReceivedInbound bool     `json:"has_received_inbound"`
 	LastMessageAt      *int64   `json:"last_message_at"`
+	// Filter is where the network files the chat away from the inbox
+	// ("unknown_sender", "pending_review", "junk", "blocked",
+	// "promotion", "transaction", "filtered"), null for none.
+	Filter *string `json:"filter"`
+	// UnreadCount counts the contacts' messages after the line last read
+	// the chat (through the API, or its owner on another device).
+	UnreadCount int `json:"unread_count"`
 }
 
 // Message is a message in a chat, received or sent by the line.
@@ -114,6 +144,10 @@ type Attachment struct {
 	Size          *int64  `json:"size"`
 	URL           *string `json:"url"`
 	Transcription *string `json:"transcription"`
+	// Inline marks an emoji image that sits in the text (a Genmoji or
+	// inline sticker): the text carries its description, ":smiling frog:",
+	// where the image goes.
+	Inline bool `json:"inline"`
 }
 
 // File is an uploaded file, as POST and GET /v1/files answer it.

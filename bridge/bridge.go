@@ -20,6 +20,9 @@ type Chat struct {
 	Name       string
 	// Participants are the other members' handles.
 	Participants []string
+	// Filter is where the network files the chat away from the inbox
+	// ("unknown_sender", "junk", "promotion", …), "" for none.
+	Filter string
 }
 
 // Conversation is where an outgoing action goes: a chat of a line.
@@ -41,6 +44,9 @@ type File struct {
 	// Transcription is the network's transcription of a voice memo, nil
 	// when there is none (yet).
 	Transcription *string
+	// Inline marks an emoji image that sits in the text, such as a Genmoji
+	// or inline sticker, whose stand-in the text carries.
+	Inline bool
 }
 
 // Outgoing is a message a line asks the network to deliver.
@@ -169,6 +175,19 @@ type Inbound struct {
 	EditedAt    time.Time
 	DeliveredAt time.Time
 	ReadAt      time.Time
+	// ReadByLineAt is, for a contact's message, when the line's owner read
+	// it (on another device), zero for unread.
+	ReadByLineAt time.Time
+	// Screened is a message the network filed away from the inbox (junk,
+	// a filter folder, an unknown sender held): the sink stores it without
+	// an event, and its sender does not become a contact the line may
+	// write to.
+	Screened bool
+	// MayBeTwin is a message the network may have written before under
+	// another GUID (iCloud replays history that way): the sink stores it
+	// only if no stored message of the chat has the same sender,
+	// direction and body and a date within a couple of seconds.
+	MayBeTwin bool
 }
 
 // Inbound tapback types beyond ReactionTypes: a tapback with any emoji
@@ -213,6 +232,9 @@ type MessageUpdate struct {
 	// contact's device received it, and when the contact read it.
 	DeliveredAt time.Time
 	ReadAt      time.Time
+	// ReadByLineAt is, for a contact's message, when the line's owner read
+	// it on another device.
+	ReadByLineAt time.Time
 	// Attachments are the message's files as they now are: a file that
 	// had not arrived when the message was reported is filled in.
 	Attachments []File
@@ -294,11 +316,16 @@ type Bridge interface {
 
 // Sink takes what arrives from the network.
 type Sink interface {
-	Receive(ctx context.Context, in Inbound) error
-	// ReceiveHistory takes messages that were on the network before the
-	// line was connected: stored without events, and without copying their
-	// files (their attachments keep name, type and size, no URL).
-	ReceiveHistory(ctx context.Context, line string, msgs []Inbound) error
+	// Receive takes a new message, with its event. twin reports a message
+	// (MayBeTwin) taken as the twin of a stored one: not stored again, no
+	// event.
+	Receive(ctx context.Context, in Inbound) (twin bool, err error)
+	// ReceiveHistory takes messages that are not news: those on the
+	// network before the line was connected, old ones the network writes
+	// again, screened ones. They are stored without events, and without
+	// copying their files (their attachments keep name, type and size, no
+	// URL). twins counts those taken as twins of stored messages.
+	ReceiveHistory(ctx context.Context, line string, msgs []Inbound) (twins int, err error)
 	// HistoryImported says that a line's history import is complete: the
 	// sink may settle what it held for the import's sake.
 	HistoryImported(ctx context.Context, line string) error

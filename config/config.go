@@ -140,6 +140,10 @@ type Line struct {
 	// SMSFallback sends a one-to-one iMessage that cannot reach its
 	// recipient once more as SMS (off by default).
 	SMSFallback bool `toml:"sms_fallback"`
+	// UnknownSenders is what becomes of messages from senders Messages
+	// files under Unknown Senders (or holds for review): "deliver" (the
+	// default) or "hold" (stored without events; the line may not answer).
+	UnknownSenders string `toml:"unknown_senders"`
 	// SendTimeout bounds each AppleScript run and the wait for a sent text
 	// to show as sent; FileSendTimeout the wait for a sent file.
 	SendTimeout     Duration `toml:"send_timeout"`

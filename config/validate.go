@@ -229,12 +229,19 @@ func checkMessagesLine(k *checker, key string, l *Line, chatDBs map[string]strin
 		for name, set := range map[string]bool{"chat_db": l.ChatDB != "", "osascript": l.Osascript != "",
 			"attachments_dir": l.AttachmentsDir != "", "helper_port": l.HelperPort != 0, "watch": l.Watch != nil,
 			"sms_fallback": l.SMSFallback, "send_timeout": l.SendTimeout.Duration != 0, "file_send_timeout": l.FileSendTimeout.Duration != 0,
-			"poll": l.Poll.Duration != 0, "transfer_wait": l.TransferWait.Duration != 0} {
+			"poll": l.Poll.Duration != 0, "transfer_wait": l.TransferWait.Duration != 0, "unknown_senders": l.UnknownSenders != ""} {
 			if set {
 				k.failf(key+"."+name, "is a setting of bridge = \"messages\" only")
 			}
 		}
 		return
+	}
+	switch l.UnknownSenders {
+	case "":
+		l.UnknownSenders = "deliver"
+	case "deliver", "hold":
+	default:
+		k.failf(key+".unknown_senders", `must be "deliver" or "hold", got %q`, l.UnknownSenders)
 	}
 	if l.ChatDB == "" {
 		l.ChatDB = DefaultChatDB

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/bridge/messages"
 	"github.com/blueline-app/blueline/bridge/sim"
@@ -51,7 +52,7 @@ func openBridges(ctx context.Context, cfg *config.Config, db *storage.DB, lines 
 			Line: l.Handle, Service: l.Service, ChatDB: lc.ChatDB, Osascript: lc.Osascript,
 			AttachmentsDir: lc.AttachmentsDir, HelperPort: lc.HelperPort, PollOnly: !*lc.Watch, SMSFallback: lc.SMSFallback,
 			TextTimeout: lc.SendTimeout.Duration, FileTimeout: lc.FileSendTimeout.Duration, Poll: lc.Poll.Duration,
-			TransferWait: lc.TransferWait.Duration, Cursor: lineCursor{db, l.ID}, Log: log,
+			TransferWait: lc.TransferWait.Duration, HoldUnknownSenders: lc.UnknownSenders == "hold", Cursor: lineCursor{db, l.ID}, Log: log,
 		})
 		if err != nil {
 			closeBridges(bridges)
@@ -92,6 +93,23 @@ func capabilities(bridges map[string]bridge.Bridge) func(storage.Line) map[strin
 			return c.Capabilities()
 		}
 		return nil
+	}
+}
+
+// lineHealth is what a Messages line's bridge has seen, for GET /v1/lines.
+func lineHealth(bridges map[string]bridge.Bridge) func(storage.Line) *api.LineHealth {
+	return func(l storage.Line) *api.LineHealth {
+		b, ok := bridges[l.ID].(interface{ Health() messages.Health })
+		if !ok {
+			return nil
+		}
+		h := b.Health()
+		out := &api.LineHealth{Summary: h.String(), HistoryRows: h.HistoryRows, TwinsSuppressed: h.Twins, ScreenedRows: h.Screened}
+		if !h.ReplacedAt.IsZero() {
+			at := h.ReplacedAt.UnixMilli()
+			out.ChatDBReplacedAt = &at
+		}
+		return out
 	}
 }
 

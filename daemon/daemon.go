@@ -117,6 +117,16 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	}
 	// Readiness: the workers and each bridge run until their Run returns.
 	mtr := metrics.New(db, log)
+	mtr.CountLines(func() []metrics.LineCounts {
+		var out []metrics.LineCounts
+		for _, l := range lines {
+			if b, ok := bridges[l.ID].(interface{ Health() messages.Health }); ok {
+				h := b.Health()
+				out = append(out, metrics.LineCounts{Line: l.Handle, HistoryRows: h.HistoryRows, Twins: h.Twins, Screened: h.Screened})
+			}
+		}
+		return out
+	})
 	var deliveryUp, webhooksUp atomic.Bool
 	bridgeUp := map[bridge.Bridge]*atomic.Bool{}
 	for _, b := range distinct(bridges) {
@@ -171,6 +181,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 		WebhookTester:   webhook.NewTester(hookOpts),
 		Advanced:        advanced(bridges),
 		Capabilities:    capabilities(bridges),
+		LineHealth:      lineHealth(bridges),
 		Availability:    availability(bridges),
 		SimAvailability: network.SetAvailability,
 		Guard:           guards.policy,

@@ -28,9 +28,9 @@ func NewReceiver(db *storage.DB, files FileImporter) *Receiver {
 }
 
 // Receive implements bridge.Sink.
-func (r *Receiver) Receive(ctx context.Context, in bridge.Inbound) error {
-	_, err := r.Record(ctx, in)
-	return err
+func (r *Receiver) Receive(ctx context.Context, in bridge.Inbound) (twin bool, err error) {
+	res, err := r.Record(ctx, in)
+	return res.Twin, err
 }
 
 // Record stores an inbound message and returns what was stored. A message
@@ -58,6 +58,10 @@ func (r *Receiver) Record(ctx context.Context, in bridge.Inbound) (storage.Inbou
 	if err != nil {
 		return storage.InboundResult{}, err
 	}
+	if seen {
+		// Known by its GUID: nothing to match twins against.
+		in.MayBeTwin = false
+	}
 	return r.db.RecordInbound(ctx, r.inbound(line, in, attachments, time.Now()))
 }
 
@@ -80,7 +84,11 @@ func (r *Receiver) inbound(line storage.Line, in bridge.Inbound, attachments []s
 			Name:         in.Chat.Name,
 			IsGroup:      in.Chat.IsGroup,
 			Participants: in.Chat.Participants,
+			Filter:       in.Chat.Filter,
 		},
+		Screened:     in.Screened,
+		MatchTwins:   in.MayBeTwin,
+		ReadByLineAt: unixMilli(in.ReadByLineAt),
 		Message: storage.Message{
 			ID:             storage.NewID("msg_"),
 			GUID:           in.GUID,
@@ -101,10 +109,10 @@ func (r *Receiver) inbound(line storage.Line, in bridge.Inbound, attachments []s
 }
 
 // ReceiveHistory implements bridge.Sink.
-func (r *Receiver) ReceiveHistory(ctx context.Context, lineHandle string, msgs []bridge.Inbound) error {
+func (r *Receiver) ReceiveHistory(ctx context.Context, lineHandle string, msgs []bridge.Inbound) (twins int, err error) {
 	line, ok := r.db.LineByHandle(lineHandle)
 	if !ok {
-		return fmt.Errorf("history for unknown line %s", lineHandle)
+		return 0, fmt.Errorf("history for unknown line %s", lineHandle)
 	}
 	now := time.Now()
 	out := make([]storage.Inbound, len(msgs))
@@ -124,7 +132,7 @@ func (r *Receiver) HistoryImported(ctx context.Context, lineHandle string) error
 }
 
 func metadataOnly(a bridge.File) storage.Attachment {
-	return storage.Attachment{Filename: a.Filename, MimeType: a.MimeType, Size: a.Size, Transcription: a.Transcription}
+	return storage.Attachment{Filename: a.Filename, MimeType: a.MimeType, Size: a.Size, Transcription: a.Transcription, Inline: a.Inline}
 }
 
 // fileScope is whom the files arriving in a chat with contact ("" for a
@@ -156,7 +164,7 @@ func (r *Receiver) attachments(ctx context.Context, guid string, files []bridge.
 			return nil, fmt.Errorf("attachment of message %s: %w", guid, err)
 		}
 		out = append(out, storage.Attachment{FileID: f.ID, Filename: f.Filename, MimeType: f.MimeType, Size: f.Size,
-			Transcription: a.Transcription})
+			Transcription: a.Transcription, Inline: a.Inline})
 	}
 	return out, nil
 }
@@ -242,7 +250,8 @@ func (r *Receiver) RecordUpdate(ctx context.Context, u bridge.MessageUpdate) (st
 		}
 	}
 	m, events, err := r.db.UpdateMessage(ctx, line.ID, storage.MessageUpdate{GUID: u.GUID, Text: u.Text, Attachments: atts,
-		EditedAt: unixMilli(u.EditedAt), UnsentAt: unixMilli(u.UnsentAt), DeliveredAt: unixMilli(u.DeliveredAt), ReadAt: unixMilli(u.ReadAt)})
+		EditedAt: unixMilli(u.EditedAt), UnsentAt: unixMilli(u.UnsentAt), DeliveredAt: unixMilli(u.DeliveredAt), ReadAt: unixMilli(u.ReadAt),
+		ReadByLineAt: unixMilli(u.ReadByLineAt)})
 	if errors.Is(err, storage.ErrNotFound) {
 		return m, nil, fmt.Errorf("message %s: %w", u.GUID, bridge.ErrNotRecorded)
 	}

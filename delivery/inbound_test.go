@@ -91,7 +91,7 @@ func TestReceiverRecordsAttachmentsOnce(t *testing.T) {
 		t.Fatal("a message for an unknown line was recorded")
 	}
 	in.GUID, in.Attachments = sim.NewGUID(), []bridge.File{{Path: filepath.Join(t.TempDir(), "gone"), Filename: "gone"}}
-	if err := e.recv.Receive(ctx, in); err == nil {
+	if _, err := e.recv.Receive(ctx, in); err == nil {
 		t.Fatal("a message whose file cannot be read was recorded")
 	}
 }
@@ -118,7 +118,7 @@ func TestReceiverRecordUpdate(t *testing.T) {
 	text := "a file follows"
 	withFile := bridge.Inbound{Line: mainLine, Chat: sim.OneToOne("imessage", alice), GUID: sim.NewGUID(), Sender: alice, Text: &text,
 		Attachments: []bridge.File{{Filename: "doc.pdf", MimeType: "application/pdf", Size: 3}}}
-	if err := e.recv.Receive(ctx, withFile); err != nil {
+	if _, err := e.recv.Receive(ctx, withFile); err != nil {
 		t.Fatal(err)
 	}
 	m, _, err = e.recv.RecordUpdate(ctx, bridge.MessageUpdate{Line: mainLine, GUID: withFile.GUID,
@@ -161,7 +161,7 @@ func TestReceiverHistory(t *testing.T) {
 			Attachments: []bridge.File{{Path: writeTemp(t, "a.jpg", "x"), Filename: "a.jpg", MimeType: "image/jpeg", Size: 1}}},
 		{Line: mainLine, Chat: sim.OneToOne("imessage", alice), GUID: sim.NewGUID(), Sender: mainLine, IsFromMe: true, Text: &t2, SentAt: time.UnixMilli(2000)},
 	}
-	if err := e.recv.ReceiveHistory(ctx, mainLine, msgs); err != nil {
+	if _, err := e.recv.ReceiveHistory(ctx, mainLine, msgs); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.recv.HistoryImported(ctx, mainLine); err != nil {
@@ -178,7 +178,7 @@ func TestReceiverHistory(t *testing.T) {
 	if err != nil || !res.Duplicate || res.Message.ID != first.ID {
 		t.Fatalf("live report of a history message: %+v %v", res, err)
 	}
-	if err := e.recv.ReceiveHistory(ctx, "+15559999999", msgs); err == nil {
+	if _, err := e.recv.ReceiveHistory(ctx, "+15559999999", msgs); err == nil {
 		t.Fatal("history for an unknown line was stored")
 	}
 }

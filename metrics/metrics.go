@@ -179,3 +179,40 @@ func (c *storageCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descPageWrites, prometheus.CounterValue, float64(s.PageWrites))
 	ch <- prometheus.MustNewConstMetric(descWriteSeconds, prometheus.CounterValue, s.WriteTime.Seconds())
 }
+
+// LineCounts are what a Messages line's bridge took for other than news
+// since the daemon started.
+type LineCounts struct {
+	Line                         string // the line's handle
+	HistoryRows, Twins, Screened int64
+}
+
+// CountLines has each scrape read the lines' counts from counts.
+func (m *Metrics) CountLines(counts func() []LineCounts) {
+	m.reg.MustRegister(lineCollector(counts))
+}
+
+type lineCollector func() []LineCounts
+
+var (
+	descHistoryRows = prometheus.NewDesc("blueline_messages_history_rows_total",
+		"New chat.db rows stored as history without events (old messages written again, as Messages in iCloud does), by line.", []string{"line"}, nil)
+	descTwins = prometheus.NewDesc("blueline_messages_twins_suppressed_total",
+		"New chat.db rows that repeated a stored message under another GUID and were not stored again, by line.", []string{"line"}, nil)
+	descScreened = prometheus.NewDesc("blueline_messages_screened_rows_total",
+		"chat.db rows Messages filed away (junk, filter folders, unknown senders held), stored without events, by line.", []string{"line"}, nil)
+)
+
+func (c lineCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descHistoryRows
+	ch <- descTwins
+	ch <- descScreened
+}
+
+func (c lineCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, l := range c() {
+		ch <- prometheus.MustNewConstMetric(descHistoryRows, prometheus.CounterValue, float64(l.HistoryRows), l.Line)
+		ch <- prometheus.MustNewConstMetric(descTwins, prometheus.CounterValue, float64(l.Twins), l.Line)
+		ch <- prometheus.MustNewConstMetric(descScreened, prometheus.CounterValue, float64(l.Screened), l.Line)
+	}
+}

@@ -10,13 +10,18 @@ import (
 // are exactly what clients see.
 
 func (s *Server) toAPILine(l storage.Line) api.Line {
-	return api.Line{ID: l.ID, Handle: l.Handle, Label: nonEmpty(l.Label), Service: l.Service, IsActive: true,
+	out := api.Line{ID: l.ID, Handle: l.Handle, Label: nonEmpty(l.Label), Service: l.Service, IsActive: true,
 		AdvancedFeatures: s.opts.Advanced(l), IsSandbox: l.IsSandbox, Capabilities: s.capabilities(l)}
+	if s.opts.LineHealth != nil {
+		out.Health = s.opts.LineHealth(l)
+	}
+	return out
 }
 
 func toAPIChat(c storage.Chat) api.Chat {
 	out := api.Chat{ID: c.ID, LineID: c.LineID, Identifier: c.Identifier, Service: c.Service, Name: nonEmpty(c.Name),
-		IsGroup: c.IsGroup, Participants: c.Participants, HasReceivedInbound: c.HasReceivedInbound}
+		IsGroup: c.IsGroup, Participants: c.Participants, HasReceivedInbound: c.HasReceivedInbound,
+		Filter: nonEmpty(c.Filter), UnreadCount: c.UnreadCount}
 	if out.Participants == nil {
 		out.Participants = []string{}
 	}
@@ -37,7 +42,7 @@ func (s *Server) toAPIMessage(m storage.Message) api.Message {
 		DeliveredAt: nonZero(m.DeliveredAt), ReadAt: nonZero(m.ReadAt)}
 	for _, a := range m.Attachments {
 		size := a.Size
-		item := api.Attachment{Filename: nonEmpty(a.Filename), MimeType: nonEmpty(a.MimeType), Size: &size, Transcription: a.Transcription}
+		item := api.Attachment{Filename: nonEmpty(a.Filename), MimeType: nonEmpty(a.MimeType), Size: &size, Transcription: a.Transcription, Inline: a.Inline}
 		if a.FileID != "" {
 			url := s.files.URL(a.FileID, now)
 			item.URL = &url

@@ -12,6 +12,7 @@ import (
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/client"
 	"github.com/blueline-app/blueline/storage"
+	"github.com/blueline-app/blueline/testkit"
 )
 
 // streamed collects what a key's stream yields until n events came or the
@@ -70,6 +71,10 @@ func TestEventStreamFilters(t *testing.T) {
 	ann, bea := e.key(keyOpts{Owner: "ann"}), e.key(keyOpts{Owner: "bea"})
 	e.activateSandbox(ann, alice)
 	e.activateSandbox(bea, bob)
+	// Events are stamped to the millisecond, and so is since: start on a
+	// millisecond after the activations' own.
+	activated := time.Now()
+	testkit.Eventually(t, time.Second, func() bool { return time.Now().UnixMilli() > activated.UnixMilli() })
 	start := time.Now()
 	e.inbound(sandboxLine, alice, "to ann's sandbox")
 	e.inbound(sandboxLine, bob, "to bea's sandbox")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/webhook"
@@ -45,6 +46,9 @@ type Options struct {
 	// ("" when it can; see capabilities.go); nil, or a nil answer, means
 	// by Advanced alone.
 	Capabilities func(storage.Line) map[string]string
+	// LineHealth is what a line's bridge has seen of its network (a
+	// Messages line's chat.db); nil, or a nil answer, gives none.
+	LineHealth func(storage.Line) *api.LineHealth
 	// Availability asks a line's network whether a handle is reachable on
 	// iMessage (GET /v1/availability); nil answers every handle as
 	// reachable. SimAvailability sets a handle's answer on the simulated

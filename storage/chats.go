@@ -23,6 +23,22 @@ type Chat struct {
 	HasReceivedInbound bool     `json:"has_received_inbound"`
 	LastMessageAt      int64    `json:"last_message_at"`
 	CreatedAt          int64    `json:"created_at"`
+	// Filter is where the network files the chat away from the inbox
+	// (Messages: "unknown_sender", "junk", "promotion", …), "" for none.
+	Filter string `json:"filter,omitempty"`
+	// ReadAt is how far the line has read the chat (Unix ms): through the
+	// API, or its owner on another device. UnreadCount counts the
+	// contacts' messages dated after it.
+	ReadAt      int64 `json:"read_at,omitempty"`
+	UnreadCount int   `json:"unread_count,omitempty"`
+}
+
+// same reports whether c and o are stored alike.
+func (c *Chat) same(o *Chat) bool {
+	return c.ID == o.ID && c.LineID == o.LineID && c.GUID == o.GUID && c.Identifier == o.Identifier &&
+		c.Service == o.Service && c.Name == o.Name && c.IsGroup == o.IsGroup && slices.Equal(c.Participants, o.Participants) &&
+		c.HasReceivedInbound == o.HasReceivedInbound && c.LastMessageAt == o.LastMessageAt && c.CreatedAt == o.CreatedAt &&
+		c.Filter == o.Filter && c.ReadAt == o.ReadAt && c.UnreadCount == o.UnreadCount
 }
 
 // ChatCursorLen is the length of a chat-list cursor: last_message_at ‖ chat ID.

@@ -77,7 +77,7 @@ func TestHistoryGUIDJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.ImportHistory(ctx, line.ID, first); err != nil {
+	if _, err := db.ImportHistory(ctx, line.ID, first); err != nil {
 		t.Fatal(err)
 	}
 	if got := count(bktChatMessages); got != 60_000 {
@@ -95,7 +95,7 @@ func TestHistoryGUIDJournal(t *testing.T) {
 	if res, err := db.RecordInbound(ctx, first[100]); err != nil || !res.Duplicate {
 		t.Fatalf("a journaled GUID arriving live: duplicate %v, %v", res.Duplicate, err)
 	}
-	if err := db.ImportHistory(ctx, line.ID, first[:30_000]); err != nil {
+	if _, err := db.ImportHistory(ctx, line.ID, first[:30_000]); err != nil {
 		t.Fatal(err)
 	}
 	if got := count(bktChatMessages); got != 60_000 {
@@ -118,7 +118,7 @@ func TestHistoryGUIDJournal(t *testing.T) {
 	// SettleHistory merges the next import, into an index already large,
 	// in two transactions (60,000 entries > mergeTxEntries).
 	second := history(60_000, 60_000)
-	if err := db.ImportHistory(ctx, line.ID, second); err != nil {
+	if _, err := db.ImportHistory(ctx, line.ID, second); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.SettleHistory(ctx); err != nil {
@@ -132,7 +132,7 @@ func TestHistoryGUIDJournal(t *testing.T) {
 	}
 	findAll(second)
 	findAll(first[8:60_000])
-	if err := db.ImportHistory(ctx, line.ID, second[:10]); err != nil {
+	if _, err := db.ImportHistory(ctx, line.ID, second[:10]); err != nil {
 		t.Fatal(err)
 	}
 	if got := count(bktChatMessages); got != 120_000 {

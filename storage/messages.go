@@ -49,6 +49,9 @@ type Attachment struct {
 	MimeType      string  `json:"mime_type"`
 	Size          int64   `json:"size"`
 	Transcription *string `json:"transcription"`
+	// Inline marks an emoji image (Genmoji, inline sticker) whose stand-in
+	// the text carries.
+	Inline bool `json:"inline,omitempty"`
 }
 
 // MessageCursorLen is the length of a message-list cursor: sent_at ‖ seq.
@@ -162,6 +165,27 @@ func putMessage(tx *bolt.Tx, saved, c *Chat, m *Message) error {
 type Inbound struct {
 	Chat    Chat
 	Message Message
+	// Screened is a message the network filed away from the inbox (junk,
+	// an unknown sender held back): its sender does not become a contact
+	// the line may write to.
+	Screened bool
+	// MatchTwins looks for the message under other GUIDs: the network may
+	// write one again under a new GUID (iCloud replaying history), and a
+	// stored message of the same chat with the same sender, direction and
+	// body, dated within TwinWindow, is then this one.
+	MatchTwins bool
+	// ReadByLineAt is, for a contact's message, when the line's owner read
+	// it (Unix ms, 0 for not yet): the chat's read mark moves there.
+	ReadByLineAt int64
+}
+
+// news is what in says of its chat.
+func (in *Inbound) news() chatNews {
+	n := chatNews{opens: !in.Message.IsFromMe && !in.Screened, filter: &in.Chat.Filter}
+	if !in.Message.IsFromMe {
+		n.sender = in.Message.Sender
+	}
+	return n
 }
 
 // InboundResult is what RecordInbound stored.
@@ -174,6 +198,10 @@ type InboundResult struct {
 	Duplicate bool
 	// Transcribed is true when a duplicate brought a missing transcription.
 	Transcribed bool
+	// Twin is true when the message (asked with MatchTwins) repeats a
+	// stored one under another GUID: Message is the stored one, and
+	// Duplicate is set too.
+	Twin bool
 	// SandboxActivated is true when this message activated the sandbox line.
 	SandboxActivated bool
 }
@@ -197,23 +225,31 @@ func (db *DB) RecordInbound(ctx context.Context, in Inbound) (InboundResult, err
 	return res, nil
 }
 
-// ImportHistory stores messages that were on the network before the line
-// was connected: in few transactions, and without webhook events, since
-// nothing new happened. GUIDs seen before are skipped.
-func (db *DB) ImportHistory(ctx context.Context, lineID string, msgs []Inbound) error {
+// ImportHistory stores messages that are not news: those that were on the
+// network before the line was connected, and old ones the network writes
+// again. It writes them in few transactions, and without webhook events,
+// since nothing new happened. GUIDs seen before are skipped, and so are
+// twins of stored messages (Inbound.MatchTwins): it returns how many.
+func (db *DB) ImportHistory(ctx context.Context, lineID string, msgs []Inbound) (twins int, err error) {
 	line, ok := db.LineByID(lineID)
 	if !ok {
-		return fmt.Errorf("import history: line %s: %w", lineID, ErrNotFound)
+		return 0, fmt.Errorf("import history: line %s: %w", lineID, ErrNotFound)
 	}
 	const chunk = 5000
 	for len(msgs) > 0 {
 		n := min(chunk, len(msgs))
 		db.journal.mu.Lock()
+		var batchTwins int
 		err := db.bolt.Update(func(tx *bolt.Tx) error {
+			batchTwins = 0
 			h := db.newHistoryTx(tx, msgs[:n])
 			for _, in := range msgs[:n] {
-				if _, err := db.recordInbound(tx, line, in, h); err != nil {
+				res, err := db.recordInbound(tx, line, in, h)
+				if err != nil {
 					return err
+				}
+				if res.Twin {
+					batchTwins++
 				}
 			}
 			return h.flush()
@@ -224,11 +260,12 @@ func (db *DB) ImportHistory(ctx context.Context, lineID string, msgs []Inbound) 
 			err = db.mergeGUIDJournal(ctx)
 		}
 		if err != nil {
-			return fmt.Errorf("import history: %w", err)
+			return twins, fmt.Errorf("import history: %w", err)
 		}
+		twins += batchTwins
 		msgs = msgs[n:]
 	}
-	return nil
+	return twins, nil
 }
 
 // historyTx is one transaction of a history import. It holds its writes
@@ -249,8 +286,13 @@ type historyTx struct {
 	msgs   []*heldMessage          // not written yet (pointers: sorted three times)
 }
 
-// historyChat is a chat as stored, and as the transaction left it.
-type historyChat struct{ saved, c Chat }
+// historyChat is a chat as stored, and as the transaction left it;
+// recount is set when its read mark moved, so that its unread messages are
+// counted once its messages are written.
+type historyChat struct {
+	saved, c Chat
+	recount  bool
+}
 
 // heldMessage is a message's entry in each index: its chat_messages key
 // and value, its ID and its GUID.
@@ -291,13 +333,13 @@ func (h *historyTx) storedID(guid string) ([]byte, error) {
 }
 
 // chat finds or creates the chat of a message, as upsertChat does.
-func (h *historyTx) chat(want Chat, inbound bool, sender string) (*historyChat, error) {
+func (h *historyTx) chat(want Chat, news chatNews) (*historyChat, error) {
 	key := string(chatGUIDKey(want.LineID, want.GUID))
 	if hc, ok := h.chats[key]; ok {
-		mergeChat(&hc.c, want, inbound, sender)
+		mergeChat(&hc.c, want, news)
 		return hc, nil
 	}
-	c, err := upsertChat(h.tx, want, inbound, sender)
+	c, err := upsertChat(h.tx, want, news)
 	if err != nil {
 		return nil, err
 	}
@@ -353,8 +395,13 @@ func (h *historyTx) flush() error {
 	h.msgs = h.msgs[:0]
 	for _, hc := range h.order {
 		s, c := &hc.saved, &hc.c
-		if c.LastMessageAt == s.LastMessageAt && c.HasReceivedInbound == s.HasReceivedInbound && c.Name == s.Name &&
-			slices.Equal(c.Participants, s.Participants) {
+		if hc.recount {
+			if err := countUnread(h.tx, c); err != nil {
+				return err
+			}
+			hc.recount = false
+		}
+		if c.same(s) {
 			continue
 		}
 		if err := putChat(h.tx, s, c); err != nil {
@@ -391,14 +438,27 @@ func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, h *historyTx) (r
 		}
 		return res, getJSON(tx.Bucket(bktChats), []byte(res.Message.ChatID), &res.Chat)
 	}
+	if in.MatchTwins {
+		if found, err := db.twinOf(tx, h, in); err != nil || found != nil {
+			if found != nil {
+				// The twin's GUID names the stored message from now on:
+				// what the network later says of it lands there.
+				res.Duplicate, res.Twin = true, true
+				if err = tx.Bucket(bktMessageGUIDs).Put([]byte(in.Message.GUID), found); err == nil {
+					err = getMessage(tx, found, &res.Message)
+				}
+			}
+			return res, err
+		}
+	}
 	var c Chat
 	var hc *historyChat
 	if h != nil {
-		if hc, err = h.chat(in.Chat, !in.Message.IsFromMe, in.Message.Sender); err != nil {
+		if hc, err = h.chat(in.Chat, in.news()); err != nil {
 			return res, err
 		}
 		c = hc.c
-	} else if c, err = upsertChat(tx, in.Chat, !in.Message.IsFromMe, in.Message.Sender); err != nil {
+	} else if c, err = upsertChat(tx, in.Chat, in.news()); err != nil {
 		return res, err
 	}
 	m := in.Message
@@ -410,11 +470,32 @@ func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, h *historyTx) (r
 		if err := h.put(hc, &m); err != nil {
 			return res, err
 		}
+		if !m.IsFromMe {
+			if readByLine(&hc.c, in.ReadByLineAt) {
+				hc.recount = true
+			} else if m.SentAt > hc.c.ReadAt && !hc.recount {
+				hc.c.UnreadCount++
+			}
+		}
 		c = hc.c
 	} else {
 		saved := c
+		recount := !m.IsFromMe && readByLine(&c, in.ReadByLineAt)
+		if !m.IsFromMe && !recount && m.SentAt > c.ReadAt {
+			c.UnreadCount++
+		}
 		if err := putMessage(tx, &saved, &c, &m); err != nil {
 			return res, err
+		}
+		if recount {
+			if err := countUnread(tx, &c); err != nil {
+				return res, err
+			}
+		}
+		if !c.same(&saved) {
+			if err := putChat(tx, &saved, &c); err != nil {
+				return res, err
+			}
 		}
 		if err := guardInbound(tx, m, nowMillis()); err != nil {
 			return res, err
@@ -491,17 +572,17 @@ func fillFiles(m *Message, report []Attachment) (changed, transcribed bool) {
 }
 
 // upsertChat finds the chat by its network GUID or creates it from want.
-func upsertChat(tx *bolt.Tx, want Chat, inbound bool, sender string) (Chat, error) {
+func upsertChat(tx *bolt.Tx, want Chat, news chatNews) (Chat, error) {
 	var c Chat
 	id := tx.Bucket(bktChatGUIDs).Get(chatGUIDKey(want.LineID, want.GUID))
 	if id == nil {
 		members := slices.Clone(want.Participants)
-		if inbound && sender != "" {
-			members = append(members, sender)
+		if news.sender != "" {
+			members = append(members, news.sender)
 		}
 		c = want
 		c.CreatedAt = nowMillis()
-		c.HasReceivedInbound = inbound
+		c.HasReceivedInbound = news.opens
 		c.Participants = []string{}
 		for _, p := range members {
 			if p != "" && !slices.Contains(c.Participants, p) {
@@ -514,18 +595,22 @@ func upsertChat(tx *bolt.Tx, want Chat, inbound bool, sender string) (Chat, erro
 		return Chat{}, err
 	}
 	old := c
-	if !mergeChat(&c, want, inbound, sender) {
+	if !mergeChat(&c, want, news) {
 		return c, nil
 	}
 	return c, putChat(tx, &old, &c)
 }
 
 // mergeChat brings a stored chat c up to date with what a message says of
-// it, and reports whether that changed c: a first inbound message; a
-// group's new members and new name.
-func mergeChat(c *Chat, want Chat, inbound bool, sender string) (changed bool) {
-	if inbound && !c.HasReceivedInbound {
+// it, and reports whether that changed c: a first message the line may
+// answer; the chat moved into or out of a filter; a group's new members
+// and new name.
+func mergeChat(c *Chat, want Chat, news chatNews) (changed bool) {
+	if news.opens && !c.HasReceivedInbound {
 		c.HasReceivedInbound, changed = true, true
+	}
+	if news.filter != nil && *news.filter != c.Filter {
+		c.Filter, changed = *news.filter, true
 	}
 	if !c.IsGroup {
 		return changed
@@ -539,9 +624,7 @@ func mergeChat(c *Chat, want Chat, inbound bool, sender string) (changed bool) {
 	for _, p := range want.Participants {
 		add(p)
 	}
-	if inbound {
-		add(sender)
-	}
+	add(news.sender)
 	if want.Name != "" && want.Name != c.Name {
 		c.Name, changed = want.Name, true
 	}

@@ -385,7 +385,7 @@ func (db *DB) MarkSent(ctx context.Context, sent ...Sent) error {
 			case KindGroupCreate:
 				want := s.Chat
 				want.LineID, want.IsGroup = item.LineID, true
-				c, err := upsertChat(tx, want, false, "")
+				c, err := upsertChat(tx, want, chatNews{})
 				if err != nil {
 					return err
 				}
@@ -428,9 +428,10 @@ func (db *DB) MarkSent(ctx context.Context, sent ...Sent) error {
 					return err
 				}
 			case KindRead:
-				if _, _, err := putReceipt(tx, item.ChatID, line.Handle, s.At, now); err != nil {
+				if err := lineRead(tx, item.ChatID, line.Handle, s.At, now); err != nil {
 					return err
 				}
+				delete(chats, item.ChatID) // stored anew: a later message of the batch reloads it
 			case KindTyping:
 				// Indicators live in memory: set before the commit, so that
 				// an item seen as sent already shows. Setting one twice (if

@@ -278,7 +278,7 @@ func TestGuardLearnsOldChats(t *testing.T) {
 		return storage.Inbound{Chat: chat, Message: storage.Message{ID: storage.NewID("msg_"), GUID: storage.NewID("guid_"),
 			Sender: from, IsFromMe: from == line.Handle, Text: &text, SentAt: at}}
 	}
-	if err := db.ImportHistory(ctx, line.ID, []storage.Inbound{msg("+15551110001", 10), msg(line.Handle, 11),
+	if _, err := db.ImportHistory(ctx, line.ID, []storage.Inbound{msg("+15551110001", 10), msg(line.Handle, 11),
 		msg(line.Handle, 12), msg(line.Handle, 13)}); err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,10 @@ type MessageUpdate struct {
 	UnsentAt    int64
 	DeliveredAt int64
 	ReadAt      int64
+	// ReadByLineAt is, for a contact's message, when the line's owner read
+	// it on another device: the line's receipt and the chat's read mark
+	// move there.
+	ReadByLineAt int64
 	// Attachments complete the files the message lacks (see
 	// fillAttachments); that changes no event.
 	Attachments []Attachment
@@ -36,6 +40,7 @@ func (db *DB) UpdateMessage(ctx context.Context, lineID string, u MessageUpdate)
 	var m Message
 	var events []string
 	changed := false
+	line, _ := db.LineByID(lineID)
 	// Most updates repeat what is stored: a read transaction tells.
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		if _, err := messageKeyByGUID(tx, u.GUID, &m); err != nil {
@@ -45,6 +50,13 @@ func (db *DB) UpdateMessage(ctx context.Context, lineID string, u MessageUpdate)
 			return ErrNotFound
 		}
 		events, changed = messageChanges(&m, u)
+		if !changed && !m.IsFromMe && u.ReadByLineAt != 0 {
+			var c Chat
+			if err := getJSON(tx.Bucket(bktChats), []byte(m.ChatID), &c); err != nil {
+				return fmt.Errorf("chat of message %s: %w", m.ID, err)
+			}
+			changed = u.ReadByLineAt > c.ReadAt
+		}
 		return nil
 	})
 	if err != nil || !changed {
@@ -56,11 +68,15 @@ func (db *DB) UpdateMessage(ctx context.Context, lineID string, u MessageUpdate)
 		if err != nil {
 			return err
 		}
-		if events, changed = messageChanges(&m, u); !changed {
-			return nil
+		if events, changed = messageChanges(&m, u); changed {
+			if err := putJSON(tx.Bucket(bktChatMessages), key, m); err != nil {
+				return err
+			}
 		}
-		if err := putJSON(tx.Bucket(bktChatMessages), key, m); err != nil {
-			return err
+		if !m.IsFromMe && u.ReadByLineAt != 0 {
+			if err := lineRead(tx, m.ChatID, line.Handle, u.ReadByLineAt, nowMillis()); err != nil {
+				return err
+			}
 		}
 		var c Chat
 		if err := getJSON(tx.Bucket(bktChats), []byte(m.ChatID), &c); err != nil {
@@ -68,6 +84,11 @@ func (db *DB) UpdateMessage(ctx context.Context, lineID string, u MessageUpdate)
 		}
 		for _, e := range events {
 			if e == EventReceiptRead {
+				// A group has no receipt per member: a read date on a
+				// group message names no reader.
+				if c.IsGroup {
+					continue
+				}
 				if _, err := db.contactRead(tx, c, c.Identifier, m.ReadAt); err != nil {
 					return err
 				}
@@ -152,7 +173,7 @@ func (db *DB) ApplyChatUpdate(ctx context.Context, guid string, want Chat, u Cha
 			if err := getJSON(tx.Bucket(bktChats), id, &c); err != nil {
 				return err
 			}
-		} else if c, err = upsertChat(tx, want, false, ""); err != nil {
+		} else if c, err = upsertChat(tx, want, chatNews{}); err != nil {
 			return err
 		}
 		old := c

@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/blueline-app/blueline/bridge"
@@ -47,6 +48,10 @@ type Config struct {
 	// SMSFallback sends a one-to-one iMessage that Messages could not
 	// deliver because the recipient is not on iMessage once more, as SMS.
 	SMSFallback bool
+	// HoldUnknownSenders stores what unknown senders write (Messages'
+	// Unknown Senders, and chats pending review) without events, and
+	// without letting the line answer them; by default they are delivered.
+	HoldUnknownSenders bool
 
 	// Zero values mean the defaults below.
 	Poll     time.Duration // backstop poll of chat.db: 1 s
@@ -76,8 +81,10 @@ type Cursor interface {
 
 // Bridge drives the Messages app for one line.
 type Bridge struct {
-	cfg    Config
-	db     *chatdb.DB
+	cfg Config
+	// db is chat.db as now opened: the watcher opens it anew when the file
+	// at its path is replaced (watch.go).
+	db     atomic.Pointer[chatdb.DB]
 	sender *Sender
 	helper *HelperServer
 	log    *slog.Logger
@@ -165,13 +172,15 @@ func Open(ctx context.Context, cfg Config) (*Bridge, error) {
 		db.Close()
 		return nil, fmt.Errorf("line %s: private-API helper listener: %w", cfg.Line, err)
 	}
-	return &Bridge{cfg: cfg, db: db, sender: NewSender(cfg.Runner, cfg.TextTimeout), helper: helper, log: log,
-		ours: map[string]time.Time{}}, nil
+	b := &Bridge{cfg: cfg, sender: NewSender(cfg.Runner, cfg.TextTimeout), helper: helper, log: log,
+		ours: map[string]time.Time{}}
+	b.db.Store(db)
+	return b, nil
 }
 
 // Close releases the database and the helper's listener.
 func (b *Bridge) Close() error {
-	return errors.Join(b.helper.Close(), b.db.Close())
+	return errors.Join(b.helper.Close(), b.db.Load().Close())
 }
 
 // Advanced reports whether the line's advanced features work now: only
@@ -302,7 +311,7 @@ func (b *Bridge) deliver(ctx context.Context, conv bridge.Conversation, p part, 
 	if err != nil {
 		return bridge.Receipt{}, err
 	}
-	mark, err := b.db.MaxRowID(ctx)
+	mark, err := b.db.Load().MaxRowID(ctx)
 	if err != nil {
 		return bridge.Receipt{}, err
 	}
@@ -364,7 +373,7 @@ func (b *Bridge) targets(ctx context.Context, c bridge.Chat, service string) ([]
 	}
 	primary := acct + ";" + style + ";" + c.Identifier
 	targets := []Target{{ChatGUID: primary}}
-	stored, err := b.db.ChatsByIdentifier(ctx, c.Identifier)
+	stored, err := b.db.Load().ChatsByIdentifier(ctx, c.Identifier)
 	if err != nil {
 		return nil, err
 	}
@@ -455,7 +464,7 @@ func (b *Bridge) handOver(ctx context.Context, targets []Target, p part, q chatd
 			}
 			// The old process is gone: what it had not written by now was
 			// never sent.
-			rows, ferr := b.db.FindOutgoing(ctx, q)
+			rows, ferr := b.db.Load().FindOutgoing(ctx, q)
 			if ferr != nil {
 				return t, fmt.Errorf("%w: %w", errUnknownOutcome, ferr)
 			}
@@ -510,7 +519,7 @@ func (b *Bridge) relaunch(ctx context.Context) error {
 func (b *Bridge) find(ctx context.Context, q chatdb.Outgoing, timeout time.Duration) ([]chatdb.Row, error) {
 	deadline := time.Now().Add(timeout)
 	for {
-		rows, err := b.db.FindOutgoing(ctx, q)
+		rows, err := b.db.Load().FindOutgoing(ctx, q)
 		if err != nil || len(rows) > 0 {
 			return rows, err
 		}
@@ -581,7 +590,7 @@ func (b *Bridge) sendWithHelper(ctx context.Context, out bridge.Outgoing, staged
 	b.claim(chatdb.Row{GUID: guid})
 	deadline := time.Now().Add(timeout)
 	for {
-		rows, err := b.db.RowsByGUID(ctx, []string{guid})
+		rows, err := b.db.Load().RowsByGUID(ctx, []string{guid})
 		if err != nil {
 			return bridge.Receipt{}, err
 		}
@@ -638,7 +647,7 @@ func (b *Bridge) await(ctx context.Context, rows []chatdb.Row, timeout time.Dura
 		guids[i] = r.GUID
 	}
 	for {
-		current, err := b.db.RowsByGUID(ctx, guids)
+		current, err := b.db.Load().RowsByGUID(ctx, guids)
 		if err != nil {
 			return bridge.Receipt{}, err
 		}

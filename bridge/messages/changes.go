@@ -23,7 +23,7 @@ const changesPage = 500
 // what it has, so a row offered again after a restart reports nothing
 // twice.
 func (w *watcher) changes(ctx context.Context) error {
-	changed, err := w.b.db.Changed(ctx)
+	changed, err := w.b.db.Load().Changed(ctx)
 	if err != nil {
 		w.b.log.Warn("cannot tell whether chat.db changed; reading it", "err", err)
 	}
@@ -31,7 +31,7 @@ func (w *watcher) changes(ctx context.Context) error {
 	if !changed && len(w.unrecorded) == 0 && len(arrived) == 0 {
 		return nil
 	}
-	states, err := w.b.db.RowStates(ctx, time.Now().Add(-changeWindow))
+	states, err := w.b.db.Load().RowStates(ctx, time.Now().Add(-changeWindow))
 	if err != nil {
 		return err
 	}
@@ -39,6 +39,9 @@ func (w *watcher) changes(ctx context.Context) error {
 	byGUID := make(map[string]chatdb.RowState, len(states))
 	var due []string
 	for _, st := range states {
+		if st.RowID > w.cursor {
+			continue // new: the scan reads it first
+		}
 		_, waiting := w.deferred[st.GUID]
 		_, failed := w.failed[st.GUID]
 		if waiting || failed {
@@ -52,7 +55,7 @@ func (w *watcher) changes(ctx context.Context) error {
 		due = append(due, st.GUID)
 	}
 	for chunk := range slices.Chunk(due, changesPage) {
-		rows, err := w.b.db.RowsByGUID(ctx, chunk)
+		rows, err := w.b.db.Load().RowsByGUID(ctx, chunk)
 		if err != nil {
 			return err
 		}
@@ -63,6 +66,14 @@ func (w *watcher) changes(ctx context.Context) error {
 		}
 	}
 	w.states = next
+	for g := range w.seen {
+		_, inWindow := next[g]
+		_, waiting := w.deferred[g]
+		_, failed := w.failed[g]
+		if _, due := byGUID[g]; !inWindow && !due && !waiting && !failed {
+			delete(w.seen, g) // gone, or out of the window
+		}
+	}
 	for g, since := range w.unrecorded {
 		if _, inWindow := byGUID[g]; !inWindow || time.Since(since) > unrecordedWait {
 			delete(w.unrecorded, g)
@@ -74,6 +85,9 @@ func (w *watcher) changes(ctx context.Context) error {
 // applyChanges gives the sink what a row now records and reports whether
 // its state may be taken as applied.
 func (w *watcher) applyChanges(ctx context.Context, r chatdb.Row) bool {
+	if w.screened(r) {
+		return true // filed away: stored as it came, with no events after
+	}
 	var err error
 	if r.IsFromMe && r.Error != 0 {
 		// Failed where it was sent, or "Not Delivered" later: the sink
@@ -88,7 +102,9 @@ func (w *watcher) applyChanges(ctx context.Context, r chatdb.Row) bool {
 			u.EditedAt, u.Text = r.DateEdited, r.Text
 		}
 		if r.IsFromMe {
-			u.DeliveredAt, u.ReadAt = r.DateDelivered, r.DateRead
+			u.DeliveredAt, u.ReadAt = deliveredAt(r, time.Now()), readAt(r)
+		} else {
+			u.ReadByLineAt = readByLineAt(r)
 		}
 		var missing []string
 		u.Attachments, missing = w.files(r, true)
@@ -99,6 +115,21 @@ func (w *watcher) applyChanges(ctx context.Context, r chatdb.Row) bool {
 	}
 	switch {
 	case err == nil:
+		delete(w.unrecorded, r.GUID)
+		return true
+	case errors.Is(err, bridge.ErrNotRecorded) && r.Kind() == chatdb.KindMessage && w.reportable(r):
+		// A row that became a message after it was read: a Send Later
+		// or late send of the owner's now sent, files now written.
+		if _, waiting := w.deferred[r.GUID]; waiting || w.b.beingMatched(r) {
+			return false
+		}
+		w.handle(ctx, r)
+		_, failed := w.failed[r.GUID]
+		return !failed
+	case errors.Is(err, bridge.ErrNotRecorded) && (r.Kind() == chatdb.KindMessage && notSentYet(r) || r.HasAttachments):
+		// Not a message yet, and waiting for Messages to make it one:
+		// looked at again when its state changes, however late.
+		w.firstSeen(r.GUID)
 		delete(w.unrecorded, r.GUID)
 		return true
 	case errors.Is(err, bridge.ErrNotRecorded):

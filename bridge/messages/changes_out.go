@@ -94,7 +94,7 @@ func (b *Bridge) CreateGroup(ctx context.Context, g bridge.NewGroup) (bridge.Cha
 	}
 	b.sendMu.Lock()
 	defer b.sendMu.Unlock()
-	mark, err := b.db.MaxRowID(ctx)
+	mark, err := b.db.Load().MaxRowID(ctx)
 	if err != nil {
 		return bridge.Chat{}, bridge.Receipt{}, err
 	}

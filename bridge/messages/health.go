@@ -2,6 +2,7 @@ package messages
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -25,10 +26,24 @@ type Health struct {
 	Helper string
 	// LastScript is when a script last ran (zero for never).
 	LastScript time.Time
+	// What the watcher took for other than news since the daemon started:
+	// rows stored as history (old rows written again, as iCloud does),
+	// twins of stored messages not stored again, and rows Messages filed
+	// away from the inbox (junk, filter folders, held unknown senders).
+	HistoryRows, Twins, Screened int64
+	// ReplacedAt is when the watcher last found another file at chat.db's
+	// path and started reading it afresh (zero: not since the start).
+	ReplacedAt time.Time
 }
 
 func (h Health) String() string {
 	parts := []string{"chat.db " + h.ChatDB, "Automation " + h.Automation, "Messages " + h.Messages, "helper " + h.Helper}
+	if h.HistoryRows+h.Twins+h.Screened > 0 {
+		parts = append(parts, fmt.Sprintf("%d rows taken as history, %d twins suppressed, %d rows screened", h.HistoryRows, h.Twins, h.Screened))
+	}
+	if !h.ReplacedAt.IsZero() {
+		parts = append(parts, "chat.db replaced at "+h.ReplacedAt.UTC().Format(time.RFC3339))
+	}
 	return strings.Join(parts, "; ")
 }
 
@@ -39,6 +54,24 @@ type healthState struct {
 	automation string
 	messages   string
 	lastScript time.Time
+
+	historyRows, twins, screened int64
+	replacedAt                   time.Time
+}
+
+// counted adds to the counts of rows taken for other than news.
+func (s *healthState) counted(history, twins, screened int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.historyRows += int64(history)
+	s.twins += int64(twins)
+	s.screened += int64(screened)
+}
+
+func (s *healthState) replaced(at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.replacedAt = at
 }
 
 func (s *healthState) read(err error) {
@@ -74,6 +107,7 @@ func (b *Bridge) Health() Health {
 	if b.health.readErr != nil {
 		h.ChatDB = "not readable (see the log)"
 	}
+	h.HistoryRows, h.Twins, h.Screened, h.ReplacedAt = b.health.historyRows, b.health.twins, b.health.screened, b.health.replacedAt
 	b.health.mu.Unlock()
 	if h.Automation == "" {
 		h.Automation = "not used yet"

@@ -18,8 +18,11 @@ import (
 )
 
 // How long rows wait for what they lack before being reported as they are.
+// A row of the owner's that is not sent yet (Send Later, an iPhone offline)
+// is not among them: the change scanner watches it by its state, however
+// long, and records it once sent (changes.go).
 const (
-	// An outgoing row from another device waits to be sent (is_sent).
+	// An outgoing row the sender may be matching as its own waits for it.
 	unsentWait = 10 * time.Minute
 	// A reported voice memo waits for its transcription.
 	transcriptionWait = 10 * time.Minute
@@ -48,6 +51,43 @@ const (
 // pageSize is how many rows are read at once.
 const pageSize = 1000
 
+// Live or history: a new row is news (an event) when it is dated at most
+// liveAge before the watcher first read it, or when it is a contact's row
+// nobody has read yet dated at most catchUpAge before (the Mac was offline
+// or asleep, and catches up). Any other new row is history: old rows that
+// Messages writes again under new GUIDs (iCloud replays history that way,
+// hours to days old and read long ago) are stored in their place without
+// an event. A new row that repeats a stored message under another GUID
+// (a twin) is not stored at all.
+const (
+	liveAge    = 10 * time.Minute
+	catchUpAge = 24 * time.Hour
+)
+
+// isNews tells a live row from history, by its date as against when it
+// was first read (seen), and whether the owner has read it.
+func isNews(r chatdb.Row, seen time.Time) bool {
+	if r.Date.IsZero() {
+		return true
+	}
+	age := seen.Sub(r.Date)
+	return age <= liveAge || !r.IsFromMe && !r.IsRead && age <= catchUpAge
+}
+
+// screened reports whether Messages filed the row away from the inbox:
+// junk, blocked, the SMS filter's folders, and unknown senders when the
+// line holds them. Such rows are stored without events, and their senders
+// do not become contacts the line may write to.
+func (w *watcher) screened(r chatdb.Row) bool {
+	switch r.Filter() {
+	case "":
+		return false
+	case chatdb.FilterUnknownSender, chatdb.FilterPendingReview:
+		return w.b.cfg.HoldUnknownSenders
+	}
+	return true
+}
+
 // Run reads chat.db until ctx ends: rows after the cursor, on a change
 // notice from the folder (debounced) or every Poll as a backstop, since
 // notices can stall for minutes on an idle Mac. On the first start, the
@@ -55,7 +95,11 @@ const pageSize = 1000
 func (b *Bridge) Run(ctx context.Context, sink bridge.Sink) error {
 	w := &watcher{b: b, sink: sink, deferred: map[string]deferredRow{}, failed: map[string]failedRow{},
 		transcribing: map[string]time.Time{}, states: map[string]chatdb.RowState{}, unrecorded: map[string]time.Time{},
-		missingFiles: map[string]missingFiles{}}
+		missingFiles: map[string]missingFiles{}, seen: map[string]time.Time{}}
+	var err error
+	if w.file, err = os.Stat(b.cfg.ChatDB); err != nil {
+		return fmt.Errorf("chat.db: %w", err)
+	}
 	if err := w.start(ctx); err != nil {
 		return err
 	}
@@ -76,7 +120,10 @@ func (b *Bridge) Run(ctx context.Context, sink bridge.Sink) error {
 	poll := time.NewTimer(b.cfg.Poll)
 	defer poll.Stop()
 	for {
-		err := w.scan(ctx)
+		err := w.reopenIfReplaced(ctx)
+		if err == nil {
+			err = w.scan(ctx)
+		}
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -145,6 +192,29 @@ type watcher struct {
 	states       map[string]chatdb.RowState
 	unrecorded   map[string]time.Time
 	missingFiles map[string]missingFiles
+	// seen is when rows not reported yet (waiting, failed, or not sent
+	// yet) were first read: what tells news from history once they are.
+	seen map[string]time.Time
+	// held are the history and screened rows of the page being read,
+	// stored together at its end (storeHeld).
+	held []heldRow
+	// flood sums up the rows taken as history since the last log line.
+	flood floodStats
+	// file is chat.db's file as opened, to notice another one put at its
+	// path.
+	file os.FileInfo
+}
+
+type heldRow struct {
+	rowID int64
+	guid  string
+	kind  chatdb.Kind
+	in    bridge.Inbound
+}
+
+type floodStats struct {
+	rows, screened   int
+	oldest, youngest time.Time
 }
 
 type deferredRow struct {
@@ -208,7 +278,7 @@ func (w *watcher) start(ctx context.Context) error {
 		w.cursor, w.saved = cursor, cursor
 		return nil
 	}
-	max, err := w.b.db.MaxRowID(ctx)
+	max, err := w.b.db.Load().MaxRowID(ctx)
 	if err != nil {
 		return err
 	}
@@ -229,7 +299,7 @@ func (w *watcher) start(ctx context.Context) error {
 		if p.err != nil {
 			return p.err
 		}
-		if err := w.sink.ReceiveHistory(ctx, w.b.cfg.Line, p.history); err != nil {
+		if _, err := w.sink.ReceiveHistory(ctx, w.b.cfg.Line, p.history); err != nil {
 			return fmt.Errorf("import history: %w", err)
 		}
 		n += len(p.history)
@@ -266,7 +336,7 @@ func (w *watcher) readHistory(ctx context.Context, max int64, pages chan<- histo
 	defer close(pages)
 	after := w.cursor
 	for after < max {
-		rows, err := w.b.db.Rows(ctx, after, historyPage)
+		rows, err := w.b.db.Load().Rows(ctx, after, historyPage)
 		if err != nil {
 			pages <- historyBatch{err: err}
 			return
@@ -281,7 +351,8 @@ func (w *watcher) readHistory(ctx context.Context, max int64, pages chan<- histo
 			}
 			if r.Kind() == chatdb.KindMessage && (!r.IsFromMe || r.IsSent) {
 				if _, unsent := r.Unsent(); !unsent {
-					in, _ := w.inbound(r, false)
+					in, _ := w.inbound(r, false, time.Time{})
+					in.Screened = w.screened(r)
 					p.history = append(p.history, in)
 				}
 			}
@@ -301,8 +372,9 @@ func (w *watcher) readHistory(ctx context.Context, max int64, pages chan<- histo
 
 // scan reports new rows, then rows that were waiting.
 func (w *watcher) scan(ctx context.Context) error {
+	defer w.logFlood()
 	for {
-		rows, err := w.b.db.Rows(ctx, w.cursor, pageSize)
+		rows, err := w.b.db.Load().Rows(ctx, w.cursor, pageSize)
 		if err != nil {
 			return err
 		}
@@ -310,12 +382,14 @@ func (w *watcher) scan(ctx context.Context) error {
 			w.handle(ctx, r)
 			w.cursor = r.RowID
 		}
+		w.storeHeld(ctx)
 		if err := w.recheck(ctx); err != nil {
 			return err
 		}
 		if err := w.changes(ctx); err != nil {
 			return err
 		}
+		w.storeHeld(ctx)
 		if c := w.saveable(); c != w.saved {
 			if err := w.b.cfg.Cursor.Save(ctx, c); err != nil {
 				return err
@@ -360,7 +434,7 @@ func (w *watcher) recheck(ctx context.Context) error {
 	if len(guids) == 0 {
 		return nil
 	}
-	rows, err := w.b.db.RowsByGUID(ctx, guids)
+	rows, err := w.b.db.Load().RowsByGUID(ctx, guids)
 	if err != nil {
 		return err
 	}
@@ -370,7 +444,7 @@ func (w *watcher) recheck(ctx context.Context) error {
 		if since, ok := w.transcribing[r.GUID]; ok {
 			if r.Transcription != nil {
 				// Reported again: the receiver fills in the transcription.
-				if err := w.report(ctx, r); err != nil {
+				if err := w.report(ctx, r, time.Now()); err != nil {
 					w.b.log.Error("record a transcription; trying again", "guid", r.GUID, "err", err)
 					continue
 				}
@@ -392,57 +466,178 @@ func (w *watcher) recheck(ctx context.Context) error {
 	return nil
 }
 
+// firstSeen is when the row with guid was first read: now, unless it
+// was read before and is still to be reported.
+func (w *watcher) firstSeen(guid string) time.Time {
+	if t, ok := w.seen[guid]; ok {
+		return t
+	}
+	t := time.Now()
+	w.seen[guid] = t
+	return t
+}
+
 // handle reports one row, or leaves it waiting for what it lacks.
 func (w *watcher) handle(ctx context.Context, r chatdb.Row) {
+	seen := w.firstSeen(r.GUID)
 	if w.keepWaiting(r) {
 		return
 	}
 	delete(w.deferred, r.GUID)
 	var err error
-	switch r.Kind() {
-	case chatdb.KindReaction:
+	switch kind := r.Kind(); {
+	case kind == chatdb.KindMessage:
+		err = w.message(ctx, r, seen)
+	case kind != chatdb.KindReaction && kind != chatdb.KindGroupChange:
+		// System rows, stickers, polls…: not messages. A row without its
+		// body or files yet may become one: the change scanner sees it then.
+	case w.screened(r):
+		w.count(r.Date, true)
+	case !isNews(r, seen):
+		// Written again, like the messages of a flood: their
+		// history was imported without tapbacks or group changes.
+		w.count(r.Date, false)
+	case kind == chatdb.KindReaction:
 		err = w.reaction(ctx, r)
-	case chatdb.KindGroupChange:
-		err = w.groupChange(ctx, r)
-	case chatdb.KindMessage:
-		err = w.message(ctx, r)
 	default:
-		return // system rows, stickers, polls…: not messages
+		err = w.groupChange(ctx, r)
 	}
-	if err == nil {
+	switch {
+	case err != nil:
+		w.storeFailed(r.RowID, r.GUID, r.Kind(), err)
+	case r.Kind() == chatdb.KindMessage && notSentYet(r):
+		// Still owed: remember when it was first read.
 		delete(w.failed, r.GUID)
-		return
+	default:
+		w.settled(r.GUID)
 	}
-	f := w.failed[r.GUID]
-	f.rowID, f.failures = r.RowID, f.failures+1
-	pause := min(retryMax, retryMin<<min(f.failures-1, 10))
-	f.retryAt = time.Now().Add(pause)
-	w.failed[r.GUID] = f
-	w.b.log.Error("record a row of chat.db; trying again", "guid", r.GUID, "kind", r.Kind(), "failures", f.failures, "in", pause, "err", err)
 }
 
-// message reports a message row.
-func (w *watcher) message(ctx context.Context, r chatdb.Row) error {
-	if r.IsFromMe && (w.b.leaveToSender(r) || r.Error != 0 || !r.IsSent) {
-		// Our own send (the outbox records it), a send that failed where
-		// it was made, or one that never went out.
+// settled forgets a row that needs nothing more.
+func (w *watcher) settled(guid string) {
+	delete(w.failed, guid)
+	if _, waiting := w.deferred[guid]; !waiting {
+		delete(w.seen, guid)
+	}
+}
+
+// storeFailed keeps a row whose storing failed, to try again after a
+// pause that grows.
+func (w *watcher) storeFailed(rowID int64, guid string, kind chatdb.Kind, err error) {
+	f := w.failed[guid]
+	f.rowID, f.failures = rowID, f.failures+1
+	pause := min(retryMax, retryMin<<min(f.failures-1, 10))
+	f.retryAt = time.Now().Add(pause)
+	w.failed[guid] = f
+	w.b.log.Error("record a row of chat.db; trying again", "guid", guid, "kind", kind, "failures", f.failures, "in", pause, "err", err)
+}
+
+// count adds a row taken for other than news, dated date, to the
+// flood's figures.
+func (w *watcher) count(date time.Time, screened bool) {
+	if screened {
+		w.flood.screened++
+		return
+	}
+	w.flood.rows++
+	if w.flood.rows == 1 || date.Before(w.flood.oldest) {
+		w.flood.oldest = date
+	}
+	if w.flood.rows == 1 || date.After(w.flood.youngest) {
+		w.flood.youngest = date
+	}
+}
+
+// logFlood says, once per scan and never per row, how many rows were
+// taken as history or screened, and counts them in the bridge's health.
+func (w *watcher) logFlood() {
+	f := w.flood
+	if f.rows == 0 && f.screened == 0 {
+		return
+	}
+	w.flood = floodStats{}
+	w.b.health.counted(f.rows, 0, f.screened)
+	if f.rows > 0 {
+		w.b.log.Warn("old messages written again to chat.db (Messages in iCloud replaying history?): stored as history, without events",
+			"rows", f.rows, "oldest", f.oldest.UTC().Format(time.RFC3339), "newest", f.youngest.UTC().Format(time.RFC3339),
+			"oldest_age", time.Since(f.oldest).Round(time.Minute).String(), "newest_age", time.Since(f.youngest).Round(time.Minute).String())
+	}
+	if f.screened > 0 {
+		w.b.log.Info("messages Messages filed away (junk, filters, unknown senders held): stored without events", "rows", f.screened)
+	}
+}
+
+// message reports a message row as news, or holds it to be stored as
+// history (storeHeld).
+func (w *watcher) message(ctx context.Context, r chatdb.Row, seen time.Time) error {
+	if !w.reportable(r) {
 		return nil
 	}
-	if _, unsent := r.Unsent(); unsent {
-		return nil // taken back before we saw it
-	}
-	if r.Chat.GUID == "" {
-		// Filed under no chat: there is no conversation to put it in.
-		w.b.log.Debug("message under no chat skipped", "guid", r.GUID)
+	if screened := w.screened(r); screened || !isNews(r, seen) {
+		in, _ := w.inbound(r, false, seen)
+		in.Screened, in.MayBeTwin = screened, true
+		w.held = append(w.held, heldRow{rowID: r.RowID, guid: r.GUID, kind: r.Kind(), in: in})
 		return nil
 	}
-	if err := w.report(ctx, r); err != nil {
+	if err := w.report(ctx, r, seen); err != nil {
 		return err
 	}
 	if r.IsAudioMessage && r.Transcription == nil {
 		w.transcribing[r.GUID] = time.Now()
 	}
 	return nil
+}
+
+// reportable reports whether a message row is one to record now.
+func (w *watcher) reportable(r chatdb.Row) bool {
+	if r.IsFromMe && (w.b.leaveToSender(r) || r.Error != 0 || !r.IsSent) {
+		// Our own send (the outbox records it), a send that failed where
+		// it was made, or one not sent yet: the change scanner records it
+		// once Messages sends it.
+		return false
+	}
+	if _, unsent := r.Unsent(); unsent {
+		return false // taken back before we saw it
+	}
+	if r.Chat.GUID == "" {
+		// Filed under no chat: there is no conversation to put it in.
+		w.b.log.Debug("message under no chat skipped", "guid", r.GUID)
+		return false
+	}
+	return true
+}
+
+// notSentYet is a row of the owner's that Messages has still to send
+// (Send Later, an iPhone offline): it becomes a message when it is sent.
+func notSentYet(r chatdb.Row) bool {
+	return r.IsFromMe && !r.IsSent && r.Error == 0
+}
+
+// storeHeld stores the rows held as history (or screened), together, with
+// no events. When that fails, each is tried again as a row that failed.
+func (w *watcher) storeHeld(ctx context.Context) {
+	if len(w.held) == 0 {
+		return
+	}
+	held := w.held
+	w.held = nil
+	msgs := make([]bridge.Inbound, len(held))
+	for i, h := range held {
+		msgs[i] = h.in
+	}
+	twins, err := w.sink.ReceiveHistory(ctx, w.b.cfg.Line, msgs)
+	if err != nil {
+		for _, h := range held {
+			w.storeFailed(h.rowID, h.guid, h.kind, err)
+		}
+		return
+	}
+	for _, h := range held {
+		w.settled(h.guid)
+		w.count(h.in.SentAt, h.in.Screened)
+	}
+	w.flood.rows = max(0, w.flood.rows-twins)
+	w.b.health.counted(0, twins, 0)
 }
 
 // keepWaiting reports whether a message row still lacks something it is
@@ -454,7 +649,7 @@ func (w *watcher) keepWaiting(r chatdb.Row) bool {
 	limit := time.Duration(0)
 	switch {
 	case r.IsFromMe && w.b.leaveToSender(r):
-	case r.IsFromMe && r.Error == 0 && (w.b.beingMatched(r) || !r.IsSent):
+	case r.IsFromMe && r.Error == 0 && w.b.beingMatched(r):
 		limit = unsentWait
 	case w.transferring(r):
 		limit = w.b.cfg.TransferWait
@@ -470,8 +665,13 @@ func (w *watcher) keepWaiting(r chatdb.Row) bool {
 	return time.Now().Before(d.until)
 }
 
-// transferring reports whether an attachment of r has not arrived yet.
+// transferring reports whether an attachment of r has not arrived yet,
+// or not even its row: Messages flags the message as carrying files
+// before it writes them.
 func (w *watcher) transferring(r chatdb.Row) bool {
+	if r.HasAttachments && len(r.Attachments) == 0 {
+		return true
+	}
 	for _, a := range r.Attachments {
 		if a.Path == "" {
 			return true
@@ -480,10 +680,19 @@ func (w *watcher) transferring(r chatdb.Row) bool {
 	return false
 }
 
-func (w *watcher) report(ctx context.Context, r chatdb.Row) error {
-	in, missing := w.inbound(r, true)
-	if err := w.sink.Receive(ctx, in); err != nil {
+// report records a message as news, with its event; a twin of a stored
+// message is counted and left out.
+func (w *watcher) report(ctx context.Context, r chatdb.Row, seen time.Time) error {
+	in, missing := w.inbound(r, true, seen)
+	in.MayBeTwin = true
+	twin, err := w.sink.Receive(ctx, in)
+	if err != nil {
 		return err
+	}
+	if twin {
+		w.b.health.counted(0, 1, 0)
+		w.b.log.Info("a message written again under a new GUID was taken as the one stored", "guid", r.GUID)
+		return nil
 	}
 	if len(missing) > 0 {
 		w.b.log.Warn("attachment file missing; recorded without it until it appears", "guid", r.GUID, "paths", missing)
@@ -492,10 +701,11 @@ func (w *watcher) report(ctx context.Context, r chatdb.Row) error {
 	return nil
 }
 
-// inbound maps a row. withFiles reports attachment files that exist, to be
-// copied into the file store, and returns the paths of those that do not
-// (yet); history keeps their metadata only.
-func (w *watcher) inbound(r chatdb.Row, withFiles bool) (_ bridge.Inbound, missing []string) {
+// inbound maps a row, seen at the time given (zero: when it was written).
+// withFiles reports attachment files that exist, to be copied into the file
+// store, and returns the paths of those that do not (yet); history keeps
+// their metadata only.
+func (w *watcher) inbound(r chatdb.Row, withFiles bool, seen time.Time) (_ bridge.Inbound, missing []string) {
 	in := bridge.Inbound{
 		Line: w.b.cfg.Line, Service: r.Service, Chat: bridgeChat(r.Chat), GUID: r.GUID, Sender: r.Sender,
 		IsFromMe: r.IsFromMe, Text: r.Text, SentAt: r.Date, ReplyToGUID: r.ThreadOriginatorGUID,
@@ -503,7 +713,9 @@ func (w *watcher) inbound(r chatdb.Row, withFiles bool) (_ bridge.Inbound, missi
 	}
 	if r.IsFromMe {
 		in.Sender = w.b.cfg.Line
-		in.DeliveredAt, in.ReadAt = r.DateDelivered, r.DateRead
+		in.DeliveredAt, in.ReadAt = deliveredAt(r, seen), readAt(r)
+	} else {
+		in.ReadByLineAt = readByLineAt(r)
 	}
 	in.Attachments, missing = w.files(r, withFiles)
 	return in, missing
@@ -513,7 +725,7 @@ func (w *watcher) inbound(r chatdb.Row, withFiles bool) (_ bridge.Inbound, missi
 // that exists, and returns the paths of those that do not (yet).
 func (w *watcher) files(r chatdb.Row, withFiles bool) (out []bridge.File, missing []string) {
 	for _, a := range r.Attachments {
-		f := bridge.File{Filename: a.TransferName, MimeType: a.MimeType, Size: a.TotalBytes}
+		f := bridge.File{Filename: a.TransferName, MimeType: a.MimeType, Size: a.TotalBytes, Inline: a.EmojiDescription != ""}
 		if f.Filename == "" {
 			f.Filename = filepath.Base(a.Path)
 		}
@@ -535,12 +747,46 @@ func (w *watcher) files(r chatdb.Row, withFiles bool) (out []bridge.File, missin
 	return out, missing
 }
 
+// deliveredAt is when a row of ours reached the contact. An SMS is marked
+// delivered with no date: then it is when the row was seen so.
+func deliveredAt(r chatdb.Row, seen time.Time) time.Time {
+	if r.DateDelivered.IsZero() && r.IsDelivered && r.IsSent {
+		if seen.IsZero() {
+			return r.Date
+		}
+		return seen
+	}
+	return r.DateDelivered
+}
+
+// readAt is the contact's read receipt of a row of ours. A group has no
+// read state per member in chat.db: a read date there names no reader.
+func readAt(r chatdb.Row) time.Time {
+	if r.Chat.IsGroup {
+		return time.Time{}
+	}
+	return r.DateRead
+}
+
+// readByLineAt is when the owner read a contact's row (here or on another
+// device), zero while unread.
+func readByLineAt(r chatdb.Row) time.Time {
+	switch {
+	case !r.IsRead:
+		return time.Time{}
+	case !r.DateRead.IsZero():
+		return r.DateRead
+	}
+	return r.Date
+}
+
 func bridgeChat(c chatdb.Chat) bridge.Chat {
 	participants := slices.Clone(c.Participants)
 	if !c.IsGroup && len(participants) == 0 {
 		participants = []string{c.Identifier}
 	}
-	return bridge.Chat{GUID: c.GUID, Identifier: c.Identifier, IsGroup: c.IsGroup, Name: c.DisplayName, Participants: participants}
+	return bridge.Chat{GUID: c.GUID, Identifier: c.Identifier, IsGroup: c.IsGroup, Name: c.DisplayName, Participants: participants,
+		Filter: c.Filter}
 }
 
 // reaction reports a tapback added or removed. One on a message we have
@@ -627,4 +873,49 @@ func (w *watcher) helperEvents(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// reopenIfReplaced notices another file at chat.db's path (a Time Machine
+// or iCloud restore, a database copied from another Mac, Messages
+// rebuilding it) or one whose ROWIDs end below the cursor, and then reads
+// the new file from its start: rows stored already (by GUID, or as twins)
+// are skipped, old ones are history, and only what is new raises events.
+// Without this the cursor would hide every message until the new file's
+// ROWIDs passed it.
+func (w *watcher) reopenIfReplaced(ctx context.Context) error {
+	fi, err := os.Stat(w.b.cfg.ChatDB)
+	if err != nil {
+		return fmt.Errorf("chat.db: %w", err) // moved away for a moment, or access withdrawn
+	}
+	why := ""
+	if !os.SameFile(fi, w.file) {
+		why = "another file is at its path"
+	} else if last, err := w.b.db.Load().LastRowID(ctx); err != nil {
+		return err
+	} else if last < w.cursor {
+		why = fmt.Sprintf("its rows end at ROWID %d, below the %d read", last, w.cursor)
+	}
+	if why == "" {
+		return nil
+	}
+	db, err := chatdb.Open(ctx, w.b.cfg.ChatDB)
+	if err != nil {
+		return err
+	}
+	w.b.db.Swap(db).Close()
+	w.file = fi
+	// What was waiting is read again with the rest of the new file.
+	clear(w.deferred)
+	clear(w.failed)
+	clear(w.states)
+	clear(w.unrecorded)
+	clear(w.seen)
+	w.cursor = 0
+	if err := w.b.cfg.Cursor.Save(ctx, 0); err != nil {
+		return err
+	}
+	w.saved = 0
+	w.b.health.replaced(time.Now())
+	w.b.log.Warn("chat.db was replaced: reading the new file from its start; what is stored already raises no event", "why", why)
+	return nil
 }

@@ -99,11 +99,20 @@ func TestRowStates(t *testing.T) {
 		}
 		return out
 	}
-	// Rows of ours and rows with files; not plain inbound rows, tapbacks
-	// or rows older than the window.
+	// Rows of ours, rows with files and contacts' rows the owner has not
+	// read; not tapbacks or rows older than the window.
+	f.MarkRead(plain, time.Now().Add(-8*24*time.Hour)) // read long ago: out
 	first := states()
 	if len(first) != 2 || first[ours].GUID == "" || first[file].GUID == "" {
 		t.Fatalf("states = %+v, want the row of ours and the row with a file", first)
+	}
+	f.MarkUnread(plain)
+	if unread := states(); len(unread) != 3 || unread[plain].IsRead {
+		t.Fatalf("states = %+v, want the unread inbound row too", unread)
+	}
+	f.MarkRead(plain, time.Now()) // read now, on the owner's iPhone: still in, with its new state
+	if read := states(); len(read) != 3 || !read[plain].IsRead || read[plain].Read == 0 {
+		t.Fatalf("states = %+v, want the inbound row read", read)
 	}
 	f.Edit(plain, "plain, edited", time.Now())
 	f.MarkDelivered(ours, time.Now())

@@ -243,6 +243,10 @@ func (db *DB) buildQueries() {
 		db.opt("message", "m", "group_action_type", "0"),
 		db.opt("message", "m", "group_title", "NULL"),
 		otherHandle,
+		db.opt("message", "m", "is_read", "0"),
+		db.opt("message", "m", "schedule_type", "0"),
+		"m.cache_has_attachments",
+		db.opt("message", "m", "is_spam", "0"),
 		// A message can sit in several chats: take the lowest chat ROWID.
 		"(SELECT MIN(cmj.chat_id) FROM chat_message_join cmj WHERE cmj.message_id = m.ROWID)",
 	}
@@ -254,6 +258,8 @@ func (db *DB) buildQueries() {
 		db.opt("attachment", "a", "uti", "NULL"),
 		"a.transfer_name", "a.total_bytes",
 		db.opt("attachment", "a", "transfer_state", "0"),
+		// Genmoji and inline stickers (macOS 15.1 and later).
+		db.opt("attachment", "a", "emoji_image_short_description", "NULL"),
 	}, ", ")
 	db.selectAttach = "SELECT maj.message_id, " + attCols +
 		" FROM message_attachment_join maj JOIN attachment a ON a.ROWID = maj.attachment_id"
@@ -281,6 +287,21 @@ func (db *DB) MaxRowID(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("chatdb: max rowid: %w", err)
 	}
 	return max.Int64, nil
+}
+
+// LastRowID returns the highest message ROWID Messages has handed out,
+// which deleting the newest rows does not lower (AUTOINCREMENT keeps it in
+// sqlite_sequence); MaxRowID where there is no such record.
+func (db *DB) LastRowID(ctx context.Context) (int64, error) {
+	var seq sql.NullInt64
+	err := db.db.QueryRowContext(ctx, "SELECT seq FROM sqlite_sequence WHERE name = 'message'").Scan(&seq)
+	switch {
+	case err == nil && seq.Valid:
+		return seq.Int64, nil
+	case err == nil, errors.Is(err, sql.ErrNoRows), strings.Contains(err.Error(), "no such table"):
+		return db.MaxRowID(ctx)
+	}
+	return 0, fmt.Errorf("chatdb: last rowid: %w", err)
 }
 
 // inChunks calls fn with successive slices of ids of at most n elements.

@@ -26,8 +26,10 @@ type Row struct {
 	GUID  string
 	// Text is the body: the text column when it is not empty, else the text
 	// decoded from attributedBody (Ventura and later often leave text NULL),
-	// with the U+FFFC attachment placeholders removed. Nil when there is no
-	// body, and always nil for a voice memo (see Transcription).
+	// with the U+FFFC attachment placeholders removed, but for an inline
+	// emoji image's, which becomes ":description:" (see EmojiDescription).
+	// Nil when there is no body, and always nil for a voice memo (see
+	// Transcription).
 	Text *string
 	// Transcription is the on-device transcription of a voice memo
 	// (IsAudioMessage), nil until macOS has written one; it may appear after
@@ -51,9 +53,20 @@ type Row struct {
 	// edit that left no body is an unsend (see Unsent).
 	DateEdited time.Time
 	// DateRetracted is when the row was unsent, where Messages records it.
-	DateRetracted  time.Time
-	IsSent         bool
-	IsDelivered    bool
+	DateRetracted time.Time
+	IsSent        bool
+	IsDelivered   bool
+	// IsRead is set on a contact's row once the account owner has read it,
+	// here or on another device.
+	IsRead bool
+	// ScheduleType is 2 for a message the owner scheduled with Send Later
+	// (macOS 15 and later): an unsent row of ours dated when it is due.
+	ScheduleType int
+	// HasAttachments is Messages' own flag that the row carries files,
+	// set even while its attachment rows are still being written.
+	HasAttachments bool
+	// IsSpam is Messages' verdict that the row is junk.
+	IsSpam         bool
 	Error          int
 	IsAudioMessage bool
 	ItemType       int
@@ -81,6 +94,9 @@ type Row struct {
 	// bodyFiles are the attachment GUIDs attributedBody names: macOS 15
 	// sometimes names a file there without a join row.
 	bodyFiles []string
+	// body is the text with its U+FFFC placeholders, until complete knows
+	// the attachments that decide what each placeholder becomes.
+	body string
 }
 
 // Unsent reports whether the row was unsent, and when: Messages records it
@@ -114,6 +130,57 @@ type Chat struct {
 	Service string
 	// Participants are the other members' addresses, sorted.
 	Participants []string
+	// Filter is where Messages filed the chat away from the inbox: one of
+	// the Filter… names, "" for the inbox of known senders.
+	Filter string
+}
+
+// Where Messages files a chat (chat.is_filtered, is_blackholed,
+// is_pending_review; message.is_spam).
+const (
+	FilterUnknownSender = "unknown_sender" // is_filtered 1: shown under Unknown Senders
+	FilterPendingReview = "pending_review" // is_pending_review: held for the owner to screen
+	FilterJunk          = "junk"           // is_filtered 2, or a row marked spam
+	FilterBlocked       = "blocked"        // is_blackholed: from a blocked sender
+	FilterPromotion     = "promotion"      // is_filtered 3: the SMS filter's Promotions
+	FilterTransaction   = "transaction"    // is_filtered 4 and its sub-folders (Finance, Orders, Reminders)
+	FilterOther         = "filtered"       // another category of a newer SMS filter
+)
+
+// chatFilter names the folder of a chat from its columns. is_filtered is a
+// category, not a flag: 0 known sender, 1 unknown sender, 2 junk, then the
+// iOS 26 SMS filter's folders (3 Promotions, 4 Transactions, whose
+// sub-folders 36, 52 and 68 keep 4 in their low bits).
+func chatFilter(filtered int64, blackholed, pendingReview bool) string {
+	switch {
+	case blackholed:
+		return FilterBlocked
+	case filtered == 0 && pendingReview:
+		return FilterPendingReview
+	case filtered == 0:
+		return ""
+	case filtered == 1:
+		if pendingReview {
+			return FilterPendingReview
+		}
+		return FilterUnknownSender
+	case filtered == 2:
+		return FilterJunk
+	case filtered&0x0f == 3:
+		return FilterPromotion
+	case filtered&0x0f == 4:
+		return FilterTransaction
+	}
+	return FilterOther
+}
+
+// Filter is where Messages filed the row: its chat's folder, or junk for a
+// row Messages marked as spam in a chat that is not filed away already.
+func (r Row) Filter() string {
+	if r.IsSpam && (r.Chat.Filter == "" || r.Chat.Filter == FilterUnknownSender || r.Chat.Filter == FilterPendingReview) {
+		return FilterJunk
+	}
+	return r.Chat.Filter
 }
 
 // Attachment is a file attached to a message.
@@ -128,6 +195,11 @@ type Attachment struct {
 	TotalBytes   int64
 	// TransferState is Messages' transfer state (5 = finished).
 	TransferState int
+	// EmojiDescription is the short description of an emoji image that
+	// sits in the text, a Genmoji or inline sticker (macOS 15.1 and
+	// later), such as "smiling frog"; "" for any other file. The row's
+	// Text carries it as ":smiling frog:" where the image sits.
+	EmojiDescription string
 }
 
 // objectReplacement is U+FFFC, the placeholder Messages puts in the text
@@ -457,6 +529,8 @@ type msgScan struct {
 	groupAction                          sql.NullInt64
 	assocGUID, threadGUID, balloon       sql.NullString
 	emoji, groupTitle, otherHandle       sql.NullString
+	isRead, scheduleType, hasAttachments sql.NullInt64
+	isSpam                               sql.NullInt64
 	chatID                               sql.NullInt64
 }
 
@@ -477,7 +551,7 @@ func (db *DB) queryRows(ctx context.Context, q queryer, rows []Row, tail string,
 			&s.isFromMe, &s.isSent, &s.errCode, &s.assocGUID, &s.assocType, &s.itemType,
 			&s.dateRead, &s.isDelivered, &s.audio, &s.threadGUID, &s.balloon,
 			&s.dateDelivered, &s.dateEdited, &s.retracted, &s.emoji, &s.groupAction, &s.groupTitle, &s.otherHandle,
-			&s.chatID); err != nil {
+			&s.isRead, &s.scheduleType, &s.hasAttachments, &s.isSpam, &s.chatID); err != nil {
 			return nil, nil, fmt.Errorf("chatdb: scan message: %w", err)
 		}
 		r := Row{
@@ -496,6 +570,10 @@ func (db *DB) queryRows(ctx context.Context, q queryer, rows []Row, tail string,
 			OtherHandle:          s.otherHandle.String,
 			IsSent:               s.isSent.Int64 != 0,
 			IsDelivered:          s.isDelivered.Int64 != 0,
+			IsRead:               s.isRead.Int64 != 0,
+			ScheduleType:         int(s.scheduleType.Int64),
+			HasAttachments:       s.hasAttachments.Int64 != 0,
+			IsSpam:               s.isSpam.Int64 != 0,
 			Error:                int(s.errCode.Int64),
 			IsAudioMessage:       s.audio.Int64 != 0,
 			ItemType:             int(s.itemType.Int64),
@@ -509,9 +587,11 @@ func (db *DB) queryRows(ctx context.Context, q queryer, rows []Row, tail string,
 			r.Sender = s.handleAddr.String
 		}
 		r.bodyFiles = fileTransferGUIDs(s.body)
-		text := body(s.text.String, s.body)
+		raw := rawBody(s.text.String, s.body)
 		if !r.IsAudioMessage {
-			r.Text = text
+			// Text waits for the attachments (see complete): an inline
+			// emoji image keeps a stand-in at its placeholder.
+			r.body = raw
 		} else {
 			// The body of a voice memo is its U+FFFC placeholder. Recent
 			// macOS keeps the transcription as an attribute of that
@@ -519,7 +599,7 @@ func (db *DB) queryRows(ctx context.Context, q queryer, rows []Row, tail string,
 			// a body text is taken only when neither has one.
 			if t, ok := attributedTranscription(s.body); ok {
 				r.Transcription = &t
-			} else if text != nil {
+			} else if text := body(raw, nil); text != nil {
 				r.Transcription = text
 				if weak == nil {
 					weak = map[int64]bool{}
@@ -535,16 +615,34 @@ func (db *DB) queryRows(ctx context.Context, q queryer, rows []Row, tail string,
 	return rows, weak, nil
 }
 
-// body returns the message body: text when not empty, else the text decoded
-// from attributedBody, without U+FFFC placeholders; nil when empty.
-func body(text string, attributed []byte) *string {
+// rawBody returns the message body with its U+FFFC placeholders: text when
+// not empty, else the text decoded from attributedBody.
+func rawBody(text string, attributed []byte) string {
 	if text == "" && len(attributed) > 0 {
 		// A blob that does not decode leaves the row without a body, like
 		// a system row; it must not stop the rows after it.
 		text, _ = typedstream.Text(attributed)
 	}
+	return text
+}
+
+// body returns the text of a raw body, nil when empty. The N-th U+FFFC
+// placeholder is the N-th of atts: an inline emoji image (Genmoji, inline
+// sticker) becomes its description between colons, ":smiling frog:", so
+// that the text keeps its meaning without the image; the other
+// placeholders are removed.
+func body(text string, atts []Attachment) *string {
 	if strings.Contains(text, objectReplacement) {
-		text = strings.TrimSpace(strings.ReplaceAll(text, objectReplacement, ""))
+		parts := strings.Split(text, objectReplacement)
+		var b strings.Builder
+		b.WriteString(parts[0])
+		for i, p := range parts[1:] {
+			if i < len(atts) && atts[i].EmojiDescription != "" {
+				b.WriteString(":" + atts[i].EmojiDescription + ":")
+			}
+			b.WriteString(p)
+		}
+		text = strings.TrimSpace(b.String())
 	}
 	if strings.TrimSpace(text) == "" {
 		return nil
@@ -583,8 +681,9 @@ func cleanAssociatedGUID(g string) string {
 // rowWindow is a contiguous ROWID range (after, last].
 type rowWindow struct{ after, last int64 }
 
-// complete adds chats (with participants) and attachments to rows, and the
-// voice memo transcriptions stored with the attachment.
+// complete adds chats (with participants) and attachments to rows, the text
+// (which depends on the attachments, see body), and the voice memo
+// transcriptions stored with the attachment.
 func (db *DB) complete(ctx context.Context, tx *sql.Tx, rows []Row, weak map[int64]bool, window *rowWindow) error {
 	if len(rows) == 0 {
 		return nil
@@ -610,6 +709,9 @@ func (db *DB) complete(ctx context.Context, tx *sql.Tx, rows []Row, weak map[int
 			r.Service = cmp.Or(r.Chat.Service, "imessage")
 		}
 		r.Attachments = atts[r.RowID]
+		if !r.IsAudioMessage {
+			r.Text, r.body = body(r.body, r.Attachments), ""
+		}
 		if r.IsAudioMessage && len(r.Attachments) > 0 && db.cols.has("attachment", "user_info") {
 			audio = append(audio, r.RowID)
 		}
@@ -648,7 +750,9 @@ func (db *DB) chats(ctx context.Context, tx *sql.Tx, rows []Row) (map[int64]Chat
 			args[i] = id
 		}
 		in := " IN (" + placeholders(len(chunk)) + ")"
-		rs, err := tx.QueryContext(ctx, "SELECT ROWID, guid, style, chat_identifier, service_name, display_name FROM chat WHERE ROWID"+in, args...)
+		rs, err := tx.QueryContext(ctx, "SELECT c.ROWID, c.guid, c.style, c.chat_identifier, c.service_name, c.display_name, "+
+			db.opt("chat", "c", "is_filtered", "0")+", "+db.opt("chat", "c", "is_blackholed", "0")+", "+
+			db.opt("chat", "c", "is_pending_review", "0")+" FROM chat c WHERE c.ROWID"+in, args...)
 		if err != nil {
 			return fmt.Errorf("chatdb: query chats: %w", err)
 		}
@@ -656,10 +760,11 @@ func (db *DB) chats(ctx context.Context, tx *sql.Tx, rows []Row) (map[int64]Chat
 		for rs.Next() {
 			var c Chat
 			var guid, ident, service, name sql.NullString
-			var style sql.NullInt64
-			if err := rs.Scan(&c.RowID, &guid, &style, &ident, &service, &name); err != nil {
+			var style, filtered, blackholed, review sql.NullInt64
+			if err := rs.Scan(&c.RowID, &guid, &style, &ident, &service, &name, &filtered, &blackholed, &review); err != nil {
 				return fmt.Errorf("chatdb: scan chat: %w", err)
 			}
+			c.Filter = chatFilter(filtered.Int64, blackholed.Int64 != 0, review.Int64 != 0)
 			c.RawGUID, c.Identifier, c.DisplayName = guid.String, ident.String, name.String
 			c.GUID = CanonicalGUID(c.RawGUID, service.String)
 			c.IsGroup = style.Int64 == 43 || strings.Contains(c.GUID, ";+;")
@@ -754,19 +859,20 @@ func (db *DB) attachments(ctx context.Context, tx *sql.Tx, rows []Row, window *r
 
 // scanAttachment scans a row of selectAttach or selectAttachByGUID.
 func scanAttachment(rs *sql.Rows, home string) (msgID int64, _ Attachment, _ error) {
-	var guid, filename, mime, uti, name sql.NullString
+	var guid, filename, mime, uti, name, emoji sql.NullString
 	var total, state sql.NullInt64
-	if err := rs.Scan(&msgID, &guid, &filename, &mime, &uti, &name, &total, &state); err != nil {
+	if err := rs.Scan(&msgID, &guid, &filename, &mime, &uti, &name, &total, &state, &emoji); err != nil {
 		return 0, Attachment{}, fmt.Errorf("chatdb: scan attachment: %w", err)
 	}
 	return msgID, Attachment{
-		GUID:          guid.String,
-		Path:          expandHome(filename.String, home),
-		MimeType:      mime.String,
-		UTI:           uti.String,
-		TransferName:  name.String,
-		TotalBytes:    total.Int64,
-		TransferState: int(state.Int64),
+		GUID:             guid.String,
+		Path:             expandHome(filename.String, home),
+		MimeType:         mime.String,
+		UTI:              uti.String,
+		TransferName:     name.String,
+		TotalBytes:       total.Int64,
+		TransferState:    int(state.Int64),
+		EmojiDescription: emoji.String,
 	}, nil
 }
 

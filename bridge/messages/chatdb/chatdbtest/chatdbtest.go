@@ -13,6 +13,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -259,8 +260,12 @@ type Msg struct {
 	GUID string
 	// From is the sender's address; "" makes the row is_from_me.
 	From string
-	// Text is the body. For a voice memo (IsAudioMessage) it is the
-	// transcription, stored where macOS stores it (see SetText).
+	// Text is the body. The attachments' U+FFFC placeholders go before
+	// it, unless it holds one for each attachment itself: then the N-th
+	// U+FFFC in it is the N-th attachment, where the file sits in the text
+	// (a Genmoji, see FileSpec.EmojiDescription). For a voice memo
+	// (IsAudioMessage) it is the transcription, stored where macOS stores
+	// it (see SetText).
 	Text string
 	// Ventura leaves the text column NULL, the body only in attributedBody.
 	Ventura bool
@@ -285,6 +290,17 @@ type Msg struct {
 	// none): it is taken from the chat when empty.
 	HandleOf    string
 	Attachments []FileSpec
+	// Read is, for a contact's row, when the owner read it (is_read,
+	// date_read); zero leaves it unread.
+	Read time.Time
+	// Scheduled makes a row of ours a Send Later message (schedule_type
+	// 2), not sent until MarkSent; Date is when it is due.
+	Scheduled bool
+	// Spam is Messages' verdict on the row (is_spam).
+	Spam bool
+	// FilesPending flags the row as carrying files (cache_has_attachments)
+	// before any attachment row is written: see AddAttachment.
+	FilesPending bool
 	// ItemType, GroupAction, GroupTitle and Other (the address of the
 	// member concerned, other_handle) make a group change row.
 	ItemType    int
@@ -305,6 +321,10 @@ type FileSpec struct {
 	// BodyOnly leaves out the join row: the attachment is named only in
 	// the message's attributedBody, as macOS 15 sometimes writes it.
 	BodyOnly bool
+	// EmojiDescription makes the file a Genmoji or inline sticker (macOS
+	// 15.1 and later): its emoji_image_short_description, such as "smiling
+	// frog", with a content identifier of its own.
+	EmojiDescription string
 }
 
 // Insert adds a message with its chat join and attachments in one
@@ -339,18 +359,32 @@ func (f *Fixture) Insert(m Msg) (rowID int64, guid string) {
 	if m.IsAudioMessage {
 		transcription, text = m.Text, ""
 	}
-	// Each attachment is a U+FFFC placeholder in the body, before the text,
-	// carrying its transfer GUID.
+	// Each attachment is a U+FFFC placeholder in the body carrying its
+	// transfer GUID: where the text has it, or before the text.
 	attGUIDs := make([]string, len(atts))
-	var parts []typedstream.Part
 	for i := range atts {
 		attGUIDs[i] = "at_0_" + newGUID()
-		parts = append(parts, typedstream.Part{FileTransferGUID: attGUIDs[i]})
 	}
-	if text != "" {
-		parts = append(parts, typedstream.Part{Text: text})
-	}
+	var parts []typedstream.Part
 	bodyText := strings.Repeat("\uFFFC", len(atts)) + text
+	if len(atts) > 0 && strings.Count(text, "\uFFFC") == len(atts) {
+		bodyText = text
+		for i, seg := range strings.Split(text, "\uFFFC") {
+			if i > 0 {
+				parts = append(parts, typedstream.Part{FileTransferGUID: attGUIDs[i-1]})
+			}
+			if seg != "" {
+				parts = append(parts, typedstream.Part{Text: seg})
+			}
+		}
+	} else {
+		for _, g := range attGUIDs {
+			parts = append(parts, typedstream.Part{FileTransferGUID: g})
+		}
+		if text != "" {
+			parts = append(parts, typedstream.Part{Text: text})
+		}
+	}
 	var textCol, attributed any
 	if bodyText != "" {
 		attributed = typedstream.EncodeParts(parts...)
@@ -405,11 +439,26 @@ func (f *Fixture) Insert(m Msg) (rowID int64, guid string) {
 			guid, textCol, attributed, handleID, serviceName(m.Chat.Service), "E:me@example.com", m.Error, appleNanos(date),
 			b2i(fromMe), sent, delivered, b2i(m.IsAudioMessage), b2i(len(atts) > 0),
 			m.ItemType, m.GroupAction, nullIfEmpty(m.GroupTitle), other, assoc, m.ReactionType, nullIfEmpty(m.Emoji),
-			nullIfEmpty(m.ReplyTo), threadPart, len(atts)+b2i(m.Text != "" && !m.IsAudioMessage))
+			nullIfEmpty(m.ReplyTo), threadPart, len(parts))
 		if err != nil {
 			f.t.Fatalf("chatdbtest: insert message: %v", err)
 		}
 		rowID, _ = res.LastInsertId()
+		if !m.Read.IsZero() || m.Scheduled || m.Spam || m.FilesPending {
+			var scheduleType, scheduleState int
+			if m.Scheduled {
+				scheduleType, scheduleState = 2, 1
+			}
+			var readAt int64
+			if !m.Read.IsZero() {
+				readAt = appleNanos(m.Read)
+			}
+			if _, err := c.Exec(`UPDATE message SET is_read = ?, date_read = ?, schedule_type = ?, schedule_state = ?, is_spam = ?,
+				cache_has_attachments = MAX(cache_has_attachments, ?) WHERE ROWID = ?`,
+				b2i(readAt != 0), readAt, scheduleType, scheduleState, b2i(m.Spam), b2i(m.FilesPending), rowID); err != nil {
+				f.t.Fatalf("chatdbtest: set the message's state: %v", err)
+			}
+		}
 		if m.Chat.RowID != 0 {
 			if _, err := c.Exec("INSERT INTO chat_message_join (chat_id, message_id, message_date) VALUES (?, ?, ?)",
 				m.Chat.RowID, rowID, appleNanos(date)); err != nil {
@@ -425,11 +474,17 @@ func (f *Fixture) Insert(m Msg) (rowID int64, guid string) {
 			if a.Path == "" {
 				state = 0
 			}
+			var emojiID any
+			if a.EmojiDescription != "" {
+				emojiID = newGUID()
+			}
 			res, err := c.Exec(`INSERT INTO attachment (guid, original_guid, created_date, filename, uti, mime_type,
-				transfer_state, is_outgoing, user_info, transfer_name, total_bytes)
-				VALUES (?1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)`,
+				transfer_state, is_outgoing, user_info, transfer_name, total_bytes,
+				emoji_image_short_description, emoji_image_content_identifier)
+				VALUES (?1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)`,
 				attGUIDs[i], date.Unix()-978307200, nullIfEmpty(a.Path), nullIfEmpty(a.UTI), nullIfEmpty(a.MimeType),
-				state, b2i(fromMe), info, nullIfEmpty(a.TransferName), a.TotalBytes)
+				state, b2i(fromMe), info, nullIfEmpty(a.TransferName), a.TotalBytes,
+				nullIfEmpty(a.EmojiDescription), emojiID)
 			if err != nil {
 				f.t.Fatalf("chatdbtest: insert attachment: %v", err)
 			}
@@ -488,6 +543,82 @@ func (f *Fixture) MarkError(guid string, code int) {
 func (f *Fixture) MarkRead(guid string, at time.Time) {
 	f.t.Helper()
 	f.update(guid, "is_read = 1, date_read = ?", appleNanos(at))
+}
+
+// AddAttachment writes an attachment of a message after the message row,
+// as Messages may: the attachment row and its join.
+func (f *Fixture) AddAttachment(guid string, a FileSpec) {
+	f.t.Helper()
+	f.inTx(func(c execer) {
+		var rowID int64
+		var date int64
+		var fromMe int
+		if err := c.QueryRow("SELECT ROWID, date, is_from_me FROM message WHERE guid = ?", guid).Scan(&rowID, &date, &fromMe); err != nil {
+			f.t.Fatalf("chatdbtest: find message %s: %v", guid, err)
+		}
+		attGUID := "at_0_" + newGUID()
+		state := 5
+		if a.Path == "" {
+			state = 0
+		}
+		res, err := c.Exec(`INSERT INTO attachment (guid, original_guid, created_date, filename, uti, mime_type, transfer_state,
+			is_outgoing, transfer_name, total_bytes) VALUES (?1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)`,
+			attGUID, AppleTime(date).Unix()-978307200, nullIfEmpty(a.Path), nullIfEmpty(a.UTI), nullIfEmpty(a.MimeType), state,
+			fromMe, nullIfEmpty(a.TransferName), a.TotalBytes)
+		if err != nil {
+			f.t.Fatalf("chatdbtest: insert attachment: %v", err)
+		}
+		attID, _ := res.LastInsertId()
+		if _, err := c.Exec("INSERT INTO message_attachment_join (message_id, attachment_id) VALUES (?, ?)", rowID, attID); err != nil {
+			f.t.Fatalf("chatdbtest: join attachment: %v", err)
+		}
+		if _, err := c.Exec("UPDATE message SET cache_has_attachments = 1 WHERE ROWID = ?", rowID); err != nil {
+			f.t.Fatalf("chatdbtest: flag attachment: %v", err)
+		}
+	})
+}
+
+// SetFilter files a chat the way Messages does: is_filtered (0 known
+// sender, 1 unknown sender, 2 junk, 3 promotions, 4 transactions, …),
+// is_blackholed and is_pending_review.
+func (f *Fixture) SetFilter(chat ChatRef, filtered int, blackholed, pendingReview bool) {
+	f.t.Helper()
+	f.Exec("UPDATE chat SET is_filtered = ?, is_blackholed = ?, is_pending_review = ? WHERE ROWID = ?",
+		filtered, b2i(blackholed), b2i(pendingReview), chat.RowID)
+}
+
+// Replace puts another database at the fixture's path, as a Time Machine
+// or iCloud restore, a copy from another Mac or Messages rebuilding it
+// does: build fills a new database written elsewhere, which is then
+// renamed over chat.db (its write-ahead log gone). The fixture writes to
+// the new file from then on.
+func (f *Fixture) Replace(build func(nf *Fixture)) {
+	f.t.Helper()
+	nf := New(f.t, f.t.TempDir())
+	build(nf)
+	nf.Checkpoint()
+	if err := nf.db.Close(); err != nil {
+		f.t.Fatalf("chatdbtest: close the new database: %v", err)
+	}
+	if err := f.db.Close(); err != nil {
+		f.t.Fatalf("chatdbtest: close: %v", err)
+	}
+	for _, suffix := range []string{"-wal", "-shm"} {
+		if err := os.Remove(f.path + suffix); err != nil && !os.IsNotExist(err) {
+			f.t.Fatalf("chatdbtest: %v", err)
+		}
+	}
+	if err := os.Rename(nf.path, f.path); err != nil {
+		f.t.Fatalf("chatdbtest: put the new database in place: %v", err)
+	}
+	f.n = max(f.n, nf.n)
+	f.Reopen()
+}
+
+// MarkUnread clears the row's read state.
+func (f *Fixture) MarkUnread(guid string) {
+	f.t.Helper()
+	f.update(guid, "is_read = 0, date_read = 0")
 }
 
 // SetText replaces a row's body. For a voice memo it sets the
@@ -676,6 +807,11 @@ func (f *Fixture) DeleteMessage(guid string) {
 func (f *Fixture) DropColumn(table, column string) {
 	f.t.Helper()
 	f.dropColumn(table, column)
+}
+
+// AppleTime converts a Messages date (nanoseconds since 2001) to a time.
+func AppleTime(v int64) time.Time {
+	return time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(v))
 }
 
 // AppleNanos converts t to a Messages date: nanoseconds since
