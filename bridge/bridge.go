@@ -324,8 +324,9 @@ type Sink interface {
 	// network before the line was connected, old ones the network writes
 	// again, screened ones. They are stored without events, and without
 	// copying their files (their attachments keep name, type and size, no
-	// URL). twins counts those taken as twins of stored messages.
-	ReceiveHistory(ctx context.Context, line string, msgs []Inbound) (twins int, err error)
+	// URL). twins are the GUIDs of those taken as twins of stored
+	// messages.
+	ReceiveHistory(ctx context.Context, line string, msgs []Inbound) (twins []string, err error)
 	// HistoryImported says that a line's history import is complete: the
 	// sink may settle what it held for the import's sake.
 	HistoryImported(ctx context.Context, line string) error

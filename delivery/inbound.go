@@ -109,10 +109,10 @@ func (r *Receiver) inbound(line storage.Line, in bridge.Inbound, attachments []s
 }
 
 // ReceiveHistory implements bridge.Sink.
-func (r *Receiver) ReceiveHistory(ctx context.Context, lineHandle string, msgs []bridge.Inbound) (twins int, err error) {
+func (r *Receiver) ReceiveHistory(ctx context.Context, lineHandle string, msgs []bridge.Inbound) (twins []string, err error) {
 	line, ok := r.db.LineByHandle(lineHandle)
 	if !ok {
-		return 0, fmt.Errorf("history for unknown line %s", lineHandle)
+		return nil, fmt.Errorf("history for unknown line %s", lineHandle)
 	}
 	now := time.Now()
 	out := make([]storage.Inbound, len(msgs))

@@ -77,6 +77,18 @@ func (m *livedInMac) counted(name string) float64 {
 	return m.td.scrape()["blueline_messages_"+name+`_total{line="`+macLine+`"}`]
 }
 
+// chat is the Mac line's chat with contact (or a group's identifier).
+func (m *livedInMac) chat(contact string) map[string]any {
+	m.td.t.Helper()
+	for _, c := range m.td.call("GET", "/v1/chats?from="+macLine+"&limit=100", m.key, nil).Data() {
+		if c["identifier"] == contact {
+			return c
+		}
+	}
+	m.td.t.Fatalf("no chat with %s", contact)
+	return nil
+}
+
 // live inserts a contact's message and waits for its event: everything
 // read before it has been handled by then.
 func (m *livedInMac) live(chat chatdbtest.ChatRef, from, text string) string {
@@ -281,15 +293,7 @@ func TestMessagesFilters(t *testing.T) {
 		t.Fatalf("events %v: the filtered rows raised some", c)
 	}
 
-	chat := func(contact string) map[string]any {
-		for _, c := range m.td.call("GET", "/v1/chats?from="+macLine+"&limit=100", m.key, nil).Data() {
-			if c["identifier"] == contact {
-				return c
-			}
-		}
-		t.Fatalf("no chat with %s", contact)
-		return nil
-	}
+	chat := m.chat
 	for contact, want := range map[string]any{spammer: "junk", otp: "transaction", promo: "promotion", stranger: "unknown_sender", alice: nil} {
 		if c := chat(contact); c["filter"] != want {
 			t.Errorf("chat with %s: filter %v, want %v", contact, c["filter"], want)
@@ -451,5 +455,67 @@ func TestMessagesRowsThatBecomeRealLate(t *testing.T) {
 	}
 	if c := m.ev.counts(); c["message.sent"] != 2 {
 		t.Errorf("events %v", c)
+	}
+}
+
+// Smaller rows: the owner reading on another device (the line's receipt,
+// unread counts), a read date on a group row (no receipt), an SMS marked
+// delivered without a date (delivered).
+func TestMessagesReadsAndDelivery(t *testing.T) {
+	const alice, bob, carol = "+15551230001", "+15551230002", "+15551230003"
+	m := newLivedInMac(t, fastSends, nil)
+	dm := m.db.DirectChat("imessage", alice)
+	var guids []string
+	for i := range 3 {
+		guids = append(guids, m.live(dm, alice, fmt.Sprintf("unread %d", i)))
+	}
+	chat := m.chat
+	if c := chat(alice); c["unread_count"] != float64(3) {
+		t.Fatalf("chat %v, want 3 unread", c)
+	}
+	// The owner reads them on the iPhone.
+	readAt := time.Now()
+	m.db.MarkRead(guids[2], readAt)
+	testkit.Eventually(t, 10*time.Second, func() bool { return chat(alice)["unread_count"] == float64(0) })
+	receipts := m.td.listAll(m.key, "/v1/receipts?from="+macLine+"&to="+alice)
+	if len(receipts) != 1 || receipts[0]["handle"] != macLine || receipts[0]["last_read_at"] != millis(readAt) {
+		t.Errorf("receipts %v, want the line's own", receipts)
+	}
+	m.live(dm, alice, "one more")
+	if c := chat(alice); c["unread_count"] != float64(1) {
+		t.Errorf("chat %v, want 1 unread", c)
+	}
+
+	// A read date on the owner's row in a group names no reader.
+	group := m.db.GroupChat("imessage", "Climbing", alice, carol)
+	m.live(group, carol, "who's in?")
+	_, ours := m.db.Insert(chatdbtest.Msg{Chat: group, Text: "me!", IsSent: true})
+	m.ev.next("message.sent", guidIs(ours))
+	m.db.MarkRead(ours, time.Now())
+	m.live(dm, alice, "sentinel")
+	// And an SMS of the line's, which Messages marks delivered with no
+	// date, is delivered.
+	sms := m.db.DirectChat("sms", bob)
+	m.live(sms, bob, "hi over SMS")
+	var sent string
+	m.setHandler(func(int, osaRun) answer {
+		return answer{then: func() { sent = m.sendRow(sms, bob, "answer over SMS") }}
+	})
+	obx := m.td.send(m.key, map[string]any{"from": macLine, "to": bob, "text": "answer over SMS"})
+	if item := m.td.waitOutbox(m.key, obx["id"].(string)); item["status"] != "sent" {
+		t.Fatalf("item %v", item)
+	}
+	m.db.Exec("UPDATE message SET is_delivered = 1 WHERE guid = ?", sent)
+	delivered := m.ev.next("message.delivered", guidIs(sent))
+	if delivered["delivered_at"] == nil {
+		t.Errorf("delivered %v", delivered)
+	}
+	for _, r := range m.all.Requests() {
+		if r.Event() == "receipt.read" {
+			t.Errorf("a receipt.read event: %s", r.Raw)
+		}
+	}
+	if rs := m.td.listAll(m.key, "/v1/receipts?from="+macLine+"&to="+m.chat(group.Identifier)["id"].(string)); len(rs) != 0 {
+		t.Errorf("group receipts %v", rs)
 	}
 }

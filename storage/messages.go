@@ -229,19 +229,19 @@ func (db *DB) RecordInbound(ctx context.Context, in Inbound) (InboundResult, err
 // network before the line was connected, and old ones the network writes
 // again. It writes them in few transactions, and without webhook events,
 // since nothing new happened. GUIDs seen before are skipped, and so are
-// twins of stored messages (Inbound.MatchTwins): it returns how many.
-func (db *DB) ImportHistory(ctx context.Context, lineID string, msgs []Inbound) (twins int, err error) {
+// twins of stored messages (Inbound.MatchTwins): it returns their GUIDs.
+func (db *DB) ImportHistory(ctx context.Context, lineID string, msgs []Inbound) (twins []string, err error) {
 	line, ok := db.LineByID(lineID)
 	if !ok {
-		return 0, fmt.Errorf("import history: line %s: %w", lineID, ErrNotFound)
+		return nil, fmt.Errorf("import history: line %s: %w", lineID, ErrNotFound)
 	}
 	const chunk = 5000
 	for len(msgs) > 0 {
 		n := min(chunk, len(msgs))
 		db.journal.mu.Lock()
-		var batchTwins int
+		var batchTwins []string
 		err := db.bolt.Update(func(tx *bolt.Tx) error {
-			batchTwins = 0
+			batchTwins = batchTwins[:0]
 			h := db.newHistoryTx(tx, msgs[:n])
 			for _, in := range msgs[:n] {
 				res, err := db.recordInbound(tx, line, in, h)
@@ -249,7 +249,7 @@ func (db *DB) ImportHistory(ctx context.Context, lineID string, msgs []Inbound) 
 					return err
 				}
 				if res.Twin {
-					batchTwins++
+					batchTwins = append(batchTwins, in.Message.GUID)
 				}
 			}
 			return h.flush()
@@ -262,7 +262,7 @@ func (db *DB) ImportHistory(ctx context.Context, lineID string, msgs []Inbound) 
 		if err != nil {
 			return twins, fmt.Errorf("import history: %w", err)
 		}
-		twins += batchTwins
+		twins = append(twins, batchTwins...)
 		msgs = msgs[n:]
 	}
 	return twins, nil

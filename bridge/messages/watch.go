@@ -632,12 +632,17 @@ func (w *watcher) storeHeld(ctx context.Context) {
 		}
 		return
 	}
+	twin := make(map[string]bool, len(twins))
+	for _, g := range twins {
+		twin[g] = true
+	}
 	for _, h := range held {
 		w.settled(h.guid)
-		w.count(h.in.SentAt, h.in.Screened)
+		if !twin[h.guid] {
+			w.count(h.in.SentAt, h.in.Screened)
+		}
 	}
-	w.flood.rows = max(0, w.flood.rows-twins)
-	w.b.health.counted(0, twins, 0)
+	w.b.health.counted(0, len(twins), 0)
 }
 
 // keepWaiting reports whether a message row still lacks something it is
