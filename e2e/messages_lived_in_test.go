@@ -388,10 +388,7 @@ func TestMessagesChatDBReplaced(t *testing.T) {
 		_, fresh = nf.Insert(chatdbtest.Msg{Chat: c, From: alice, Text: "while the Mac was restoring"})
 	})
 	m.ev.next("message.received", guidIs(fresh))
-	after := m.live(m.db.DirectChat("imessage", bob), bob, "hello after the restore")
-	if after == "" {
-		t.Fatal("no message after the restore")
-	}
+	m.live(m.db.DirectChat("imessage", bob), bob, "hello after the restore")
 	if c := m.ev.counts(); c["message.received"] != 7 {
 		t.Errorf("events %v: want the 5 before, the one written during the restore and the one after", c)
 	}
