@@ -65,6 +65,11 @@ type Row struct {
 	// HasAttachments is Messages' own flag that the row carries files,
 	// set even while its attachment rows are still being written.
 	HasAttachments bool
+	// Account is the account the row went through ("E:me@icloud.com",
+	// "P:+1555…"), and CallerID the owner's address it was sent from or to
+	// (destination_caller_id): on a row of ours, the alias Messages sent
+	// from.
+	Account, CallerID string
 	// IsSpam is Messages' verdict that the row is junk.
 	IsSpam         bool
 	Error          int
@@ -531,6 +536,7 @@ type msgScan struct {
 	emoji, groupTitle, otherHandle       sql.NullString
 	isRead, scheduleType, hasAttachments sql.NullInt64
 	isSpam                               sql.NullInt64
+	account, callerID                    sql.NullString
 	chatID                               sql.NullInt64
 }
 
@@ -551,7 +557,7 @@ func (db *DB) queryRows(ctx context.Context, q queryer, rows []Row, tail string,
 			&s.isFromMe, &s.isSent, &s.errCode, &s.assocGUID, &s.assocType, &s.itemType,
 			&s.dateRead, &s.isDelivered, &s.audio, &s.threadGUID, &s.balloon,
 			&s.dateDelivered, &s.dateEdited, &s.retracted, &s.emoji, &s.groupAction, &s.groupTitle, &s.otherHandle,
-			&s.isRead, &s.scheduleType, &s.hasAttachments, &s.isSpam, &s.chatID); err != nil {
+			&s.isRead, &s.scheduleType, &s.hasAttachments, &s.isSpam, &s.account, &s.callerID, &s.chatID); err != nil {
 			return nil, nil, fmt.Errorf("chatdb: scan message: %w", err)
 		}
 		r := Row{
@@ -574,6 +580,8 @@ func (db *DB) queryRows(ctx context.Context, q queryer, rows []Row, tail string,
 			ScheduleType:         int(s.scheduleType.Int64),
 			HasAttachments:       s.hasAttachments.Int64 != 0,
 			IsSpam:               s.isSpam.Int64 != 0,
+			Account:              s.account.String,
+			CallerID:             s.callerID.String,
 			Error:                int(s.errCode.Int64),
 			IsAudioMessage:       s.audio.Int64 != 0,
 			ItemType:             int(s.itemType.Int64),
