@@ -216,7 +216,7 @@ func TestRowsDirectIMessage(t *testing.T) {
 	id, guid := f.Insert(chatdbtest.Msg{Chat: chat, From: alice, Text: "Hello “you”", Date: date})
 	r := byGUID(t, open(t, f), guid)
 	want := chatdb.Row{
-		RowID: id, GUID: guid, Sender: alice, Service: "imessage", Date: date, IsDelivered: true,
+		RowID: id, GUID: guid, Sender: alice, Service: "imessage", Date: date, IsDelivered: true, Account: "E:me@example.com",
 		Chat: chatdb.Chat{RowID: chat.RowID, GUID: "iMessage;-;" + alice, RawGUID: "iMessage;-;" + alice, Identifier: alice, Service: "imessage",
 			Participants: []string{alice}},
 	}
