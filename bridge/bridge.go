@@ -360,6 +360,30 @@ func IsPermanent(err error) bool {
 	return errors.As(err, &p)
 }
 
+type unavailableError struct {
+	err   error
+	after time.Duration
+}
+
+func (e unavailableError) Error() string { return e.err.Error() }
+func (e unavailableError) Unwrap() error { return e.err }
+
+// Unavailable marks err as the network known not to work now (Messages not
+// answering, Automation not granted yet), found before anything was
+// tried: the action waits, without counting an attempt, and is tried
+// again after the pause given.
+func Unavailable(err error, after time.Duration) error { return unavailableError{err, after} }
+
+// IsUnavailable reports whether err was marked with Unavailable, and the
+// pause before trying again.
+func IsUnavailable(err error) (time.Duration, bool) {
+	var u unavailableError
+	if errors.As(err, &u) {
+		return u.after, true
+	}
+	return 0, false
+}
+
 type notSentError struct{ err error }
 
 func (e notSentError) Error() string { return e.err.Error() }

@@ -133,6 +133,10 @@ type Line struct {
 	Watch *bool `toml:"watch"`
 	// Poll is how often chat.db is read whatever the change notices say.
 	Poll Duration `toml:"poll"`
+	// Watchdog is whether Messages is pinged at the start and while idle
+	// (true, the default), every PingEvery without a script.
+	Watchdog  *bool    `toml:"watchdog"`
+	PingEvery Duration `toml:"ping_every"`
 	// TransferWait is how long a new message waits for its attachments to
 	// finish transferring before it is reported without them (they are
 	// filled in when they arrive).
@@ -161,6 +165,7 @@ func (l Line) GuardOn() bool {
 // Defaults of the Messages bridge's settings.
 const (
 	DefaultChatDB         = "~/Library/Messages/chat.db"
+	DefaultPingEvery      = 5 * time.Minute
 	DefaultOsascript      = "/usr/bin/osascript"
 	DefaultAttachmentsDir = "~/Library/Messages/Attachments/blueline"
 	DefaultSendTimeout    = 30 * time.Second

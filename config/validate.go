@@ -229,7 +229,8 @@ func checkMessagesLine(k *checker, key string, l *Line, chatDBs map[string]strin
 		for name, set := range map[string]bool{"chat_db": l.ChatDB != "", "osascript": l.Osascript != "",
 			"attachments_dir": l.AttachmentsDir != "", "helper_port": l.HelperPort != 0, "watch": l.Watch != nil,
 			"sms_fallback": l.SMSFallback, "send_timeout": l.SendTimeout.Duration != 0, "file_send_timeout": l.FileSendTimeout.Duration != 0,
-			"poll": l.Poll.Duration != 0, "transfer_wait": l.TransferWait.Duration != 0, "unknown_senders": l.UnknownSenders != ""} {
+			"poll": l.Poll.Duration != 0, "transfer_wait": l.TransferWait.Duration != 0, "unknown_senders": l.UnknownSenders != "",
+			"watchdog": l.Watchdog != nil, "ping_every": l.PingEvery.Duration != 0} {
 			if set {
 				k.failf(key+"."+name, "is a setting of bridge = \"messages\" only")
 			}
@@ -272,6 +273,18 @@ func checkMessagesLine(k *checker, key string, l *Line, chatDBs map[string]strin
 		k.failf(key+".poll", "must be at most 1h, got %s", d)
 	case d == 0:
 		l.Poll.Duration = DefaultPoll
+	}
+	if l.Watchdog == nil {
+		on := true
+		l.Watchdog = &on
+	}
+	switch d := l.PingEvery.Duration; {
+	case d < 0 || (d != 0 && d < 100*time.Millisecond):
+		k.failf(key+".ping_every", "must be at least 100ms, got %s", d)
+	case d > 24*time.Hour:
+		k.failf(key+".ping_every", "must be at most 24h, got %s", d)
+	case d == 0:
+		l.PingEvery.Duration = DefaultPingEvery
 	}
 	if l.TransferWait.Duration == 0 {
 		l.TransferWait.Duration = DefaultTransferWait

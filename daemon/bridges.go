@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime"
 	"slices"
+	"time"
 
 	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge"
@@ -52,7 +53,7 @@ func openBridges(ctx context.Context, cfg *config.Config, db *storage.DB, lines 
 			Line: l.Handle, Service: l.Service, ChatDB: lc.ChatDB, Osascript: lc.Osascript,
 			AttachmentsDir: lc.AttachmentsDir, HelperPort: lc.HelperPort, PollOnly: !*lc.Watch, SMSFallback: lc.SMSFallback,
 			TextTimeout: lc.SendTimeout.Duration, FileTimeout: lc.FileSendTimeout.Duration, Poll: lc.Poll.Duration,
-			TransferWait: lc.TransferWait.Duration, HoldUnknownSenders: lc.UnknownSenders == "hold", Cursor: lineCursor{db, l.ID}, Log: log,
+			TransferWait: lc.TransferWait.Duration, HoldUnknownSenders: lc.UnknownSenders == "hold", PingEvery: pingEvery(lc), Cursor: lineCursor{db, l.ID}, Log: log,
 		})
 		if err != nil {
 			closeBridges(bridges)
@@ -94,6 +95,15 @@ func capabilities(bridges map[string]bridge.Bridge) func(storage.Line) map[strin
 		}
 		return nil
 	}
+}
+
+// pingEvery is the watchdog's interval of a Messages line, negative when
+// it is off.
+func pingEvery(lc config.Line) time.Duration {
+	if !*lc.Watchdog {
+		return -1
+	}
+	return lc.PingEvery.Duration
 }
 
 // lineHealth is what a Messages line's bridge has seen, for GET /v1/lines.

@@ -222,6 +222,10 @@ func (w *Worker) attempt(runCtx context.Context, item storage.OutboxItem) (stora
 	case runCtx.Err() != nil:
 		log.Info("stopped during a send; the item is retried at the next start")
 		return sent, false
+	case isUnavailable(sendErr):
+		after, _ := bridge.IsUnavailable(sendErr)
+		log.Info("the network does not work now; the item waits", "err", sendErr, "in", after)
+		err = w.db.MarkWaiting(ctx, item.ID, sendErr.Error(), w.clock.Now().Add(after).UnixMilli())
 	case bridge.IsPermanent(sendErr) || item.Attempts >= item.MaxAttempts:
 		log.Warn("outbox item failed", "err", sendErr)
 		w.count("failed")
@@ -236,6 +240,13 @@ func (w *Worker) attempt(runCtx context.Context, item storage.OutboxItem) (stora
 		log.Error("record delivery outcome", "err", err)
 	}
 	return sent, false
+}
+
+// isUnavailable reports whether err is the network known not to work
+// now, before anything was tried.
+func isUnavailable(err error) bool {
+	_, ok := bridge.IsUnavailable(err)
+	return ok
 }
 
 func (w *Worker) count(outcome string) {

@@ -34,7 +34,8 @@ var osaKinds = []struct{ says, kind string }{
 	{"send messageText to participant", "text→participant"},
 	{"send attachmentFile to chat id", "file→chat"},
 	{"send attachmentFile to participant", "file→participant"},
-	{"get name", "ping"},
+	{"count of chats", "ping"},
+	{"get name", "name"}, // answered by AppleScript alone: no ping
 	{"launch application", "launch"},
 	{"to quit", "quit"},
 }

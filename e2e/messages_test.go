@@ -33,6 +33,9 @@ type fakeMac struct {
 
 	mu   sync.Mutex
 	seen map[string]bool
+	// pingEvery turns the line's watchdog on at this interval; off when
+	// "", so that the runs a test counts are its own.
+	pingEvery string
 }
 
 // osascriptStandIn records the script (stdin) and argv (NUL-separated) of a
@@ -65,8 +68,12 @@ func newFakeMac(t testing.TB) *fakeMac {
 
 // config is the [[lines]] table of the Mac's line.
 func (m *fakeMac) config(helperPort int) string {
+	watchdog := "watchdog = false\n"
+	if m.pingEvery != "" {
+		watchdog = fmt.Sprintf("ping_every = %q\n", m.pingEvery)
+	}
 	return fmt.Sprintf("\n[[lines]]\nhandle = %q\nbridge = \"messages\"\nchat_db = %q\nosascript = %q\nhelper_port = %d\n",
-		macLine, m.db.Path(), m.osa, helperPort)
+		macLine, m.db.Path(), m.osa, helperPort) + watchdog
 }
 
 type osaRun struct {

@@ -451,10 +451,24 @@ func (db *DB) MarkSent(ctx context.Context, sent ...Sent) error {
 // MarkRetry puts a claimed item back in the queue, due at the given time,
 // keeping reason as its last error.
 func (db *DB) MarkRetry(ctx context.Context, id, reason string, at int64) error {
+	return db.requeue(id, reason, at, false)
+}
+
+// MarkWaiting puts a claimed item back in the queue, due at the given
+// time, without counting its attempt: the network was known not to work,
+// and nothing was tried.
+func (db *DB) MarkWaiting(ctx context.Context, id, reason string, at int64) error {
+	return db.requeue(id, reason, at, true)
+}
+
+func (db *DB) requeue(id, reason string, at int64, uncounted bool) error {
 	err := db.bolt.Batch(func(tx *bolt.Tx) error {
 		var item OutboxItem
 		if err := finishClaimed(tx, id, &item); err != nil {
 			return err
+		}
+		if uncounted && item.Attempts > 0 {
+			item.Attempts--
 		}
 		// A retried item certainly did not reach the network.
 		item.Status, item.Error, item.NextAttemptAt, item.HandedAt = StatusPending, reason, at, 0

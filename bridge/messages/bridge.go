@@ -68,8 +68,12 @@ type Config struct {
 	// LaunchRetryPause is the pause before sending again after Messages,
 	// launched moments ago, did not know the chat yet (-1728): 2 s.
 	LaunchRetryPause time.Duration
-	Runner           Runner // runs AppleScript; nil: Osascript{Path: Osascript}
-	Log              *slog.Logger
+	// PingEvery is how long the line may stay without a script before the
+	// watchdog pings Messages (also at the start): 5 min; negative turns
+	// the watchdog off.
+	PingEvery time.Duration
+	Runner    Runner // runs AppleScript; nil: Osascript{Path: Osascript}
+	Log       *slog.Logger
 }
 
 // Cursor keeps the highest chat.db ROWID the bridge has handled, so that a
@@ -145,6 +149,9 @@ func Open(ctx context.Context, cfg Config) (*Bridge, error) {
 	if cfg.LaunchRetryPause == 0 {
 		cfg.LaunchRetryPause = 2 * time.Second
 	}
+	if cfg.PingEvery == 0 {
+		cfg.PingEvery = 5 * time.Minute
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -213,6 +220,9 @@ func (b *Bridge) Send(ctx context.Context, out bridge.Outgoing) (bridge.Receipt,
 	defer b.sendMu.Unlock()
 	if !out.HandedAt.IsZero() {
 		return b.resume(ctx, out)
+	}
+	if err := b.unavailable(); err != nil {
+		return bridge.Receipt{}, err
 	}
 	handoff := onlyOnce(out.Handoff)
 

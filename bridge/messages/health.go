@@ -17,10 +17,13 @@ type Health struct {
 	// says why. Health is shown without authentication (/readyz), so it
 	// carries no paths or error texts.
 	ChatDB string
-	// Automation is "granted", "denied" or "not used yet".
+	// Automation is "granted", "denied", "permission pending" (no script
+	// has worked since the start, and one timed out: a prompt may be
+	// waiting on the Mac's screen) or "not used yet".
 	Automation string
-	// Messages is "running", "not running" or "not seen yet", as the last
-	// script found it.
+	// Messages is "running", "not running", "not answering" (it answered
+	// before, and a script or ping timed out) or "not seen yet", as the
+	// last script found it.
 	Messages string
 	// Helper is "connected" or "not connected": the private-API helper.
 	Helper string
@@ -94,7 +97,29 @@ func (s *healthState) script(err error, at time.Time) {
 		s.automation, s.messages = "granted", "not running"
 	case errors.Is(err, ErrChatNotFound):
 		s.automation, s.messages = "granted", "running"
+	case errors.Is(err, ErrTimedOut) && s.automation == "granted":
+		s.messages = "not answering"
+	case errors.Is(err, ErrTimedOut):
+		// Nothing has worked yet: osascript waits on the prompt that
+		// asks the owner to allow Automation, and nobody answers it.
+		s.automation = "permission pending"
 	}
+}
+
+// down says why the line cannot work now (Automation not granted,
+// Messages not answering), nil when it may.
+func (s *healthState) down() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.automation == "denied":
+		return errors.New("messages: Automation permission denied: allow Blueline to control Messages (System Settings > Privacy & Security > Automation)")
+	case s.automation == "permission pending":
+		return errors.New("messages: Automation permission pending: a prompt may be waiting on the Mac's screen")
+	case s.messages == "not answering":
+		return errors.New("messages: Messages is not answering")
+	}
+	return nil
 }
 
 // Health reports the bridge's health as last seen.

@@ -2,6 +2,7 @@ package messages
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/blueline-app/blueline/bridge"
@@ -37,6 +38,31 @@ func TestSenderHealth(t *testing.T) {
 	if n := len(r.recorded()); n != len(steps) {
 		t.Errorf("%d runs, want %d", n, len(steps))
 	}
+
+	// A timeout before anything worked is an Automation prompt nobody
+	// answers; after something worked, Messages not answering. Either way
+	// the line is down until a script works again.
+	timeout := &ScriptError{ExitCode: 1, Code: -1712, Stderr: "Messages got an error: AppleEvent timed out. (-1712)"}
+	r = &recRunner{results: []error{timeout, nil, timeout, nil}}
+	s = NewSender(r, testTimeout)
+	for i, want := range []struct {
+		automation, messages string
+		down                 bool
+	}{
+		{"permission pending", "", true},
+		{"granted", "running", false},
+		{"granted", "not answering", true},
+		{"granted", "running", false},
+	} {
+		s.Ping(t.Context())
+		if a, m := state(); a != want.automation || m != want.messages || (s.health.down() != nil) != want.down {
+			t.Errorf("after ping %d: Automation %q, Messages %q, down %v; want %+v", i+1, a, m, s.health.down(), want)
+		}
+	}
+	if runs := r.recorded(); len(runs) != 4 || !strings.Contains(runs[0].script, "count of chats") || strings.Contains(runs[0].script, "get name") {
+		t.Errorf("pings %+v: want 4 that Messages itself must answer", runs)
+	}
+
 	h := Health{ChatDB: "readable", Automation: "granted", Messages: "running", Helper: "not connected"}
 	if got, want := h.String(), "chat.db readable; Automation granted; Messages running; helper not connected"; got != want {
 		t.Errorf("Health.String() = %q, want %q", got, want)

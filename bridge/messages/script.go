@@ -108,8 +108,11 @@ end run
 end run
 `
 
-	// pingMessagesScript asks Messages for its name: it answers unless it
-	// is hung (or not running). argv: timeout in seconds.
+	// pingMessagesScript asks Messages how many chats it has: something
+	// Messages itself must answer. (An application's name, version, id
+	// and running are answered by AppleScript without an event reaching
+	// the application, so a hung Messages would "answer" them.)
+	// argv: timeout in seconds.
 	pingMessagesScript = `on run argv
 	set waitSeconds to (item 1 of argv) as integer
 	if application "Messages" is not running then
@@ -117,7 +120,7 @@ end run
 	end if
 	tell application "Messages"
 		with timeout of waitSeconds seconds
-			get name
+			count of chats
 		end timeout
 	end tell
 end run
@@ -428,10 +431,17 @@ func (s *Sender) EnsureRunning(ctx context.Context) error {
 	return s.script(ctx, "the Messages app", ensureMessagesScript)
 }
 
-// Ping asks Messages for its name: nil when it answers, an error wrapping
-// ErrTimedOut when it is hung, ErrNotRunning when it is not running.
+// pingTimeout bounds a ping: Messages counts its chats at once unless it is
+// hung, or an Automation prompt nobody answers holds the script.
+const pingTimeout = 10 * time.Second
+
+// Ping asks Messages how many chats it has: nil when it answers, an error
+// wrapping ErrTimedOut when it does not within pingTimeout (or the send
+// timeout, if shorter), ErrNotRunning when it is not running.
 func (s *Sender) Ping(ctx context.Context) error {
-	return s.script(ctx, "the Messages app", pingMessagesScript, s.scriptSeconds())
+	timeout := min(pingTimeout, s.timeout)
+	secs := strconv.Itoa(max(1, int((timeout-scriptTimeoutMargin)/time.Second)))
+	return s.scriptWithin(ctx, timeout, "the Messages app", pingMessagesScript, secs)
 }
 
 // Quit quits Messages, killing it if it does not quit in time.
@@ -465,11 +475,16 @@ func checkPath(path string) error {
 // script runs one script in the sender's turn. target names what was
 // addressed, for errors.
 func (s *Sender) script(ctx context.Context, target, script string, args ...string) error {
+	return s.scriptWithin(ctx, s.timeout, target, script, args...)
+}
+
+// scriptWithin is script with a timeout of its own.
+func (s *Sender) scriptWithin(ctx context.Context, timeout time.Duration, target, script string, args ...string) error {
 	if err := s.wait(ctx); err != nil {
 		return err
 	}
 	defer s.done()
-	err := s.classify(ctx, s.run(ctx, script, args), target)
+	err := s.classify(ctx, s.run(ctx, timeout, script, args), target, timeout)
 	if ctx.Err() == nil {
 		s.health.script(err, time.Now())
 	}
@@ -490,9 +505,9 @@ func (s *Sender) wait(ctx context.Context) error {
 
 func (s *Sender) done() { <-s.turn }
 
-// run runs one script with the sender's hard timeout.
-func (s *Sender) run(ctx context.Context, script string, args []string) error {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+// run runs one script, killed after timeout.
+func (s *Sender) run(ctx context.Context, timeout time.Duration, script string, args []string) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	_, err := s.runner.Run(ctx, script, args)
 	return err
@@ -500,7 +515,7 @@ func (s *Sender) run(ctx context.Context, script string, args []string) error {
 
 // classify turns a run's error into what the bridge acts on. target names
 // what was addressed.
-func (s *Sender) classify(ctx context.Context, err error, target string) error {
+func (s *Sender) classify(ctx context.Context, err error, target string, timeout time.Duration) error {
 	if err == nil {
 		return nil
 	}
@@ -522,7 +537,7 @@ func (s *Sender) classify(ctx context.Context, err error, target string) error {
 	case isScript && (se.Code == scriptErrTimedOut || se.Code == scriptErrConnInvalid || strings.Contains(se.Stderr, "timed out")):
 		return fmt.Errorf("%w: %w", ErrTimedOut, err)
 	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("%w within %s (is it hung?): %w", ErrTimedOut, s.timeout, err)
+		return fmt.Errorf("%w within %s (is it hung, or an Automation prompt waiting?): %w", ErrTimedOut, timeout, err)
 	case errors.Is(err, syscall.E2BIG):
 		return bridge.Permanent(fmt.Errorf("%w: %w", errTooLong, err))
 	}

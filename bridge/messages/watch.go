@@ -104,6 +104,7 @@ func (b *Bridge) Run(ctx context.Context, sink bridge.Sink) error {
 		return err
 	}
 	go w.helperEvents(ctx)
+	go b.watchdog(ctx)
 
 	changed := make(chan struct{}, 1)
 	if b.cfg.PollOnly {
