@@ -481,6 +481,9 @@ func (b *Bridge) handOver(ctx context.Context, targets []Target, p part, q chatd
 			if len(rows) > 0 {
 				return t, nil
 			}
+		case errors.Is(err, ErrAutomationDenied):
+			// Nothing reached Messages; the owner can still allow it.
+			return Target{}, bridge.Unavailable(bridge.NotSent(err), b.downWait())
 		case certainlyNotSent(err):
 			return Target{}, bridge.NotSent(err)
 		default:

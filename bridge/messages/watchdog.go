@@ -80,5 +80,11 @@ func (b *Bridge) unavailable() error {
 	if err == nil {
 		return nil
 	}
-	return bridge.Unavailable(err, min(max(b.cfg.PingEvery, time.Second), downPing))
+	return bridge.Unavailable(err, b.downWait())
+}
+
+// downWait is how long an action waits while the line is down: until the
+// watchdog's next ping may have found it working again.
+func (b *Bridge) downWait() time.Duration {
+	return min(max(b.cfg.PingEvery, time.Second), downPing)
 }
