@@ -24,6 +24,7 @@ require (
 	golang.org/x/term v0.47.0
 	golang.org/x/text v0.42.0
 	golang.org/x/time v0.16.0
+	howett.net/plist v1.0.1
 	modernc.org/sqlite v1.61.1
 )
 

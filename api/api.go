@@ -18,7 +18,8 @@ type Line struct {
 	IsSandbox        bool `json:"is_sandbox"`
 	// Capabilities says what the line can do now, by feature (reactions,
 	// emoji_reactions, typing, receipts, edit, unsend, groups,
-	// availability, audio_messages), and for each it cannot, why.
+	// availability, audio_messages, threaded_replies), and for each it
+	// cannot, why.
 	Capabilities map[string]Capability `json:"capabilities"`
 	// Guard is the line's Apple ID guard and its standing today.
 	Guard LineGuard `json:"guard"`
@@ -45,6 +46,9 @@ type LineHealth struct {
 	// ChatDBReplacedAt is when another chat.db was found at its path
 	// (Unix ms), null when not since the daemon started.
 	ChatDBReplacedAt *int64 `json:"chat_db_replaced_at"`
+	// SendingAlias is the address Messages last sent from when it is not
+	// the line's handle, null otherwise.
+	SendingAlias *string `json:"sending_alias"`
 }
 
 // LineGuard is a line's Apple ID guard: whether it is on, its pace and
@@ -135,6 +139,19 @@ type Message struct {
 	UnsentAt    *int64 `json:"unsent_at"`
 	DeliveredAt *int64 `json:"delivered_at"`
 	ReadAt      *int64 `json:"read_at"`
+	// UnsentParts says what the sender took back of a message that keeps
+	// the rest (gone from text and attachments); null when nothing, and
+	// once the whole message is unsent (unsent_at).
+	UnsentParts *UnsentParts `json:"unsent_parts"`
+}
+
+// UnsentParts are the parts of a message its sender took back.
+type UnsentParts struct {
+	// Text is true when the text was taken back (text is then null).
+	Text bool `json:"text"`
+	// Attachments are the indexes of the attachments taken back among
+	// those the message arrived with, in order.
+	Attachments []int `json:"attachments"`
 }
 
 // Attachment is a file a message carries, with a signed download URL.

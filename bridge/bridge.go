@@ -228,6 +228,11 @@ type MessageUpdate struct {
 	// UnsentAt is when the sender took the message back: it keeps its ID
 	// and loses its text and attachments.
 	UnsentAt time.Time
+	// UnsentParts are the parts of the message the sender took back while
+	// the others stay (with UnsentAt zero), all those taken back so far.
+	// A part is numbered as Messages numbers it in a message of files and
+	// text: 0 to N-1 are its N attachments in order, N its text.
+	UnsentParts []int
 	// DeliveredAt and ReadAt are for messages the line sent: when the
 	// contact's device received it, and when the contact read it.
 	DeliveredAt time.Time

@@ -133,6 +133,9 @@ type Line struct {
 	Watch *bool `toml:"watch"`
 	// Poll is how often chat.db is read whatever the change notices say.
 	Poll Duration `toml:"poll"`
+	// MacOSVersion overrides the Mac's macOS version ("26.1"), which
+	// decides the features that need a recent one; "" reads this Mac's.
+	MacOSVersion string `toml:"macos_version"`
 	// Watchdog is whether Messages is pinged at the start and while idle
 	// (true, the default), every PingEvery without a script.
 	Watchdog  *bool    `toml:"watchdog"`

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -222,6 +223,8 @@ func (c *Config) checkLines(k *checker) {
 	}
 }
 
+var macOSVersionPattern = regexp.MustCompile(`^[0-9]{2}(\.[0-9]+){0,2}$`)
+
 // checkMessagesLine fills in the Messages bridge's defaults, and refuses its
 // settings on other bridges, where they would silently do nothing.
 func checkMessagesLine(k *checker, key string, l *Line, chatDBs map[string]string) {
@@ -230,7 +233,7 @@ func checkMessagesLine(k *checker, key string, l *Line, chatDBs map[string]strin
 			"attachments_dir": l.AttachmentsDir != "", "helper_port": l.HelperPort != 0, "watch": l.Watch != nil,
 			"sms_fallback": l.SMSFallback, "send_timeout": l.SendTimeout.Duration != 0, "file_send_timeout": l.FileSendTimeout.Duration != 0,
 			"poll": l.Poll.Duration != 0, "transfer_wait": l.TransferWait.Duration != 0, "unknown_senders": l.UnknownSenders != "",
-			"watchdog": l.Watchdog != nil, "ping_every": l.PingEvery.Duration != 0} {
+			"watchdog": l.Watchdog != nil, "ping_every": l.PingEvery.Duration != 0, "macos_version": l.MacOSVersion != ""} {
 			if set {
 				k.failf(key+"."+name, "is a setting of bridge = \"messages\" only")
 			}
@@ -273,6 +276,9 @@ func checkMessagesLine(k *checker, key string, l *Line, chatDBs map[string]strin
 		k.failf(key+".poll", "must be at most 1h, got %s", d)
 	case d == 0:
 		l.Poll.Duration = DefaultPoll
+	}
+	if l.MacOSVersion != "" && !macOSVersionPattern.MatchString(l.MacOSVersion) {
+		k.failf(key+".macos_version", `must be a macOS version such as "15.6" or "26.1", got %q`, l.MacOSVersion)
 	}
 	if l.Watchdog == nil {
 		on := true

@@ -53,7 +53,7 @@ func openBridges(ctx context.Context, cfg *config.Config, db *storage.DB, lines 
 			Line: l.Handle, Service: l.Service, ChatDB: lc.ChatDB, Osascript: lc.Osascript,
 			AttachmentsDir: lc.AttachmentsDir, HelperPort: lc.HelperPort, PollOnly: !*lc.Watch, SMSFallback: lc.SMSFallback,
 			TextTimeout: lc.SendTimeout.Duration, FileTimeout: lc.FileSendTimeout.Duration, Poll: lc.Poll.Duration,
-			TransferWait: lc.TransferWait.Duration, HoldUnknownSenders: lc.UnknownSenders == "hold", PingEvery: pingEvery(lc), Cursor: lineCursor{db, l.ID}, Log: log,
+			TransferWait: lc.TransferWait.Duration, HoldUnknownSenders: lc.UnknownSenders == "hold", PingEvery: pingEvery(lc), MacOSVersion: lc.MacOSVersion, Cursor: lineCursor{db, l.ID}, Log: log,
 		})
 		if err != nil {
 			closeBridges(bridges)
@@ -115,6 +115,9 @@ func lineHealth(bridges map[string]bridge.Bridge) func(storage.Line) *api.LineHe
 		}
 		h := b.Health()
 		out := &api.LineHealth{Summary: h.String(), HistoryRows: h.HistoryRows, TwinsSuppressed: h.Twins, ScreenedRows: h.Screened}
+		if h.SendingAlias != "" {
+			out.SendingAlias = &h.SendingAlias
+		}
 		if !h.ReplacedAt.IsZero() {
 			at := h.ReplacedAt.UnixMilli()
 			out.ChatDBReplacedAt = &at

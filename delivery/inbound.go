@@ -245,13 +245,16 @@ func (r *Receiver) RecordUpdate(ctx context.Context, u bridge.MessageUpdate) (st
 		if err != nil {
 			return storage.Message{}, nil, err
 		}
+		// The files reported are those left: compare them with the
+		// stored ones left.
+		stored.UnsendParts(u.UnsentParts)
 		if atts, err = r.attachments(ctx, u.GUID, u.Attachments, stored, true, scope); err != nil {
 			return storage.Message{}, nil, err
 		}
 	}
 	m, events, err := r.db.UpdateMessage(ctx, line.ID, storage.MessageUpdate{GUID: u.GUID, Text: u.Text, Attachments: atts,
-		EditedAt: unixMilli(u.EditedAt), UnsentAt: unixMilli(u.UnsentAt), DeliveredAt: unixMilli(u.DeliveredAt), ReadAt: unixMilli(u.ReadAt),
-		ReadByLineAt: unixMilli(u.ReadByLineAt)})
+		EditedAt: unixMilli(u.EditedAt), UnsentAt: unixMilli(u.UnsentAt), UnsentParts: u.UnsentParts, DeliveredAt: unixMilli(u.DeliveredAt),
+		ReadAt: unixMilli(u.ReadAt), ReadByLineAt: unixMilli(u.ReadByLineAt)})
 	if errors.Is(err, storage.ErrNotFound) {
 		return m, nil, fmt.Errorf("message %s: %w", u.GUID, bridge.ErrNotRecorded)
 	}

@@ -68,10 +68,17 @@ func TestMessagesReachThroughTheHelper(t *testing.T) {
 		}
 	}
 
-	helper := connectHelperWith(t, helperPort, func(f map[string]any) string {
+	// The helper creates the group as Messages does (the chat, its first
+	// message), and answers with that message's GUID, as the BlueBubbles
+	// helper's create-chat does.
+	var g chatdbtest.ChatRef
+	var firstGUID string
+	helper := connectHelperDeclaring(t, helperPort, []string{"emoji-reactions"}, func(f map[string]any) string {
 		switch f["action"] {
 		case "create-chat":
-			return fmt.Sprintf(`"identifier":%q`, newGroup)
+			g = mac.db.ChatWithGUID(newGroup, "iMessage", alice, bob)
+			_, firstGUID = mac.db.Insert(chatdbtest.Msg{Chat: g, Text: "climbing?", IsSent: true})
+			return fmt.Sprintf(`"identifier":%q`, firstGUID)
 		case "check-imessage-availability":
 			return `"data":{"available":false}`
 		}
@@ -127,8 +134,6 @@ func TestMessagesReachThroughTheHelper(t *testing.T) {
 	item := sent("/v1/groups", map[string]any{"from": macLine, "participants": []string{alice, bob}, "name": "Climbers", "text": "climbing?"})
 	frame("create-chat", map[string]any{"addresses": []any{alice, bob}, "message": "climbing?", "service": "iMessage",
 		"attributedBody": nil, "effectId": nil, "subject": nil})
-	g := mac.db.ChatWithGUID(newGroup, "iMessage", alice, bob)
-	_, firstGUID := mac.db.Insert(chatdbtest.Msg{Chat: g, Text: "climbing?", IsSent: true})
 	frame("set-display-name", map[string]any{"chatGuid": newGroup, "newName": "Climbers"})
 	done := waitSent(item)
 	chatID, _ := done["chat_id"].(string)

@@ -125,13 +125,25 @@ func connectHelper(t *testing.T, port int) *fakeHelper { return connectHelperWit
 // is answer's fields (JSON, without the braces: `"identifier":"…"`), or
 // the default when answer returns "".
 func connectHelperWith(t *testing.T, port int, answer func(frame map[string]any) string) *fakeHelper {
+	return connectHelperDeclaring(t, port, nil, answer)
+}
+
+// connectHelperDeclaring connects a fake helper that declares features
+// beyond the stock helper's in its greeting (none: as the stock BlueBubbles
+// helper, which declares nothing).
+func connectHelperDeclaring(t *testing.T, port int, features []string, answer func(frame map[string]any) string) *fakeHelper {
 	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
 	h := &fakeHelper{conn: conn, frames: make(chan map[string]any, 16)}
-	fmt.Fprint(conn, `{"event":"ping","message":"Helper Connected!"}`+"\r\n")
+	greeting := map[string]any{"event": "ping", "message": "Helper Connected!"}
+	if features != nil {
+		greeting["capabilities"] = features
+	}
+	g, _ := json.Marshal(greeting)
+	fmt.Fprint(conn, string(g)+"\r\n")
 	go func() {
 		sc := bufio.NewScanner(conn)
 		for sc.Scan() {

@@ -40,6 +40,9 @@ func (s *Server) toAPIMessage(m storage.Message) api.Message {
 		OutboxID: nonEmpty(m.OutboxID), ReplyToGUID: nonEmpty(m.ReplyToGUID), Error: nonEmpty(m.Error),
 		FailedAt: nonZero(m.FailedAt), EditedAt: nonZero(m.EditedAt), UnsentAt: nonZero(m.UnsentAt),
 		DeliveredAt: nonZero(m.DeliveredAt), ReadAt: nonZero(m.ReadAt)}
+	if p := m.UnsentParts; p != nil {
+		out.UnsentParts = &api.UnsentParts{Text: p.Text, Attachments: append([]int{}, p.Attachments...)}
+	}
 	for _, a := range m.Attachments {
 		size := a.Size
 		item := api.Attachment{Filename: nonEmpty(a.Filename), MimeType: nonEmpty(a.MimeType), Size: &size, Transcription: a.Transcription, Inline: a.Inline}

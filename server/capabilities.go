@@ -7,7 +7,8 @@ import (
 
 // Features are what GET /v1/lines reports in each line's capabilities: all
 // but sending text and files, which every line does.
-var Features = []string{"reactions", "emoji_reactions", "typing", "receipts", "edit", "unsend", "groups", "availability", "audio_messages"}
+var Features = []string{"reactions", "emoji_reactions", "typing", "receipts", "edit", "unsend", "groups", "availability", "audio_messages",
+	"threaded_replies"}
 
 // capabilities says what a line can do now, and for each thing it cannot,
 // why. The line's bridge knows best (a Messages line: its helper, chat.db);
@@ -56,5 +57,5 @@ func (s *Server) capable(l storage.Line, feature string) error {
 var featureNames = map[string]string{
 	"reactions": "reactions", "emoji_reactions": "emoji tapbacks", "typing": "typing indicators", "receipts": "read receipts",
 	"edit": "edits", "unsend": "unsends", "groups": "group chats", "availability": "availability checks",
-	"audio_messages": "audio messages",
+	"audio_messages": "audio messages", "threaded_replies": "threaded replies",
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strings"
 	"fmt"
 	"net/http"
 	"time"
@@ -121,8 +122,8 @@ func (s *Server) ownMessage(r *http.Request, from, messageID, feature string) (s
 		return line, m, errInvalid("message_id", "Message %s is not on the network.", messageID)
 	case m.UnsentAt != 0:
 		return line, m, errInvalid("message_id", "Message %s was unsent: it can no longer change.", messageID)
-	case m.Service == "sms":
-		return line, m, errInvalid("message_id", "Message %s went out as SMS: SMS messages cannot be edited or unsent.", messageID)
+	case m.Service == "sms" || m.Service == "rcs":
+		return line, m, errInvalid("message_id", "Message %s went out as %s: only iMessages can be edited or unsent.", messageID, strings.ToUpper(m.Service))
 	}
 	return line, m, nil
 }

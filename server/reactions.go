@@ -69,8 +69,8 @@ func (s *Server) sendReaction(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if p.Type == bridge.ReactionEmoji && tgt.chat.Service == "sms" {
-		return errInvalid("type", "Emoji tapbacks are not sent over SMS.")
+	if p.Type == bridge.ReactionEmoji && (tgt.chat.Service == "sms" || tgt.chat.Service == "rcs") {
+		return errInvalid("type", "Emoji tapbacks are sent over iMessage only, not %s.", strings.ToUpper(tgt.chat.Service))
 	}
 	m, err := s.findMessage(r, line, p.MessageID, "message_id")
 	if err != nil {

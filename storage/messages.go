@@ -37,9 +37,22 @@ type Message struct {
 	UnsentAt    int64 `json:"unsent_at,omitempty"`
 	DeliveredAt int64 `json:"delivered_at,omitempty"`
 	ReadAt      int64 `json:"read_at,omitempty"`
+	// UnsentParts says what the sender took back of a message that keeps
+	// the rest (see UnsendParts); nil when nothing, and once the whole
+	// message is unsent.
+	UnsentParts *UnsentParts `json:"unsent_parts,omitempty"`
 	// EditRequests counts the line's accepted edits of its own message
 	// that did not fail: what Messages' limit on edits is checked against.
 	EditRequests int `json:"edit_requests,omitempty"`
+}
+
+// UnsentParts are the parts of a message its sender took back.
+type UnsentParts struct {
+	// Text is set when the text was taken back.
+	Text bool `json:"text"`
+	// Attachments are the indexes of the attachments taken back among
+	// the message's attachments as it arrived, in order.
+	Attachments []int `json:"attachments"`
 }
 
 // Attachment is a file carried by a message.

@@ -20,6 +20,10 @@ type MessageUpdate struct {
 	UnsentAt    int64
 	DeliveredAt int64
 	ReadAt      int64
+	// UnsentParts are the parts the sender took back of a message that
+	// keeps the others, numbered as bridge.MessageUpdate's (see
+	// Message.UnsendParts).
+	UnsentParts []int
 	// ReadByLineAt is, for a contact's message, when the line's owner read
 	// it on another device: the line's receipt and the chat's read mark
 	// move there.
@@ -107,15 +111,21 @@ func (db *DB) UpdateMessage(ctx context.Context, lineID string, u MessageUpdate)
 }
 
 // messageChanges applies u to m, reports whether that changed m, and names
-// the events it calls for. An unsent message takes no edit and no file.
+// the events it calls for. An unsent message takes no edit and no file; a
+// part taken back raises message.unsent too, the message keeping the rest.
 func messageChanges(m *Message, u MessageUpdate) (events []string, changed bool) {
 	switch {
 	case u.UnsentAt != 0 && m.UnsentAt == 0:
-		m.UnsentAt, m.Text, m.Attachments = u.UnsentAt, nil, []Attachment{}
+		m.UnsentAt, m.Text, m.Attachments, m.UnsentParts = u.UnsentAt, nil, []Attachment{}, nil
 		events = append(events, EventMessageUnsent)
-	case m.UnsentAt == 0 && u.EditedAt > m.EditedAt && u.Text != nil:
-		m.EditedAt, m.Text = u.EditedAt, u.Text
-		events = append(events, EventMessageEdited)
+	case m.UnsentAt == 0:
+		if m.UnsendParts(u.UnsentParts) {
+			events = append(events, EventMessageUnsent)
+		}
+		if edited(m, u) {
+			m.EditedAt, m.Text = u.EditedAt, u.Text
+			events = append(events, EventMessageEdited)
+		}
 	}
 	changed, _ = fillFiles(m, u.Attachments)
 	if !m.IsFromMe {
@@ -130,6 +140,66 @@ func messageChanges(m *Message, u MessageUpdate) (events []string, changed bool)
 		events = append(events, EventReceiptRead)
 	}
 	return events, changed || len(events) > 0
+}
+
+// edited reports whether u edits the text of m. Taking back a part moves
+// the edit date as well: beside parts taken back, only a text that changed
+// is an edit, and a text taken back takes none.
+func edited(m *Message, u MessageUpdate) bool {
+	switch {
+	case u.EditedAt <= m.EditedAt || u.Text == nil:
+		return false
+	case len(u.UnsentParts) == 0:
+		return true
+	}
+	return m.Text != nil && *m.Text != *u.Text
+}
+
+// UnsendParts removes from m the parts its sender took back that it still
+// has, records them in m.UnsentParts, and reports whether that changed m.
+// parts are numbered as the network numbers a message of files and text:
+// 0 to N-1 the N attachments m arrived with, in order, N its text (the
+// order Messages writes them in). A part m does not have changes nothing.
+func (m *Message) UnsendParts(parts []int) bool {
+	if m.UnsentAt != 0 || len(parts) == 0 {
+		return false
+	}
+	var was UnsentParts
+	if m.UnsentParts != nil {
+		was = *m.UnsentParts
+	}
+	// The attachments m arrived with: those it has, and those taken back.
+	n := len(m.Attachments) + len(was.Attachments)
+	now := UnsentParts{Text: was.Text, Attachments: slices.Clone(was.Attachments)}
+	for _, p := range parts {
+		switch {
+		case p >= 0 && p < n && !slices.Contains(now.Attachments, p):
+			now.Attachments = append(now.Attachments, p)
+		case p == n && m.Text != nil:
+			now.Text = true
+		}
+	}
+	if now.Text == was.Text && len(now.Attachments) == len(was.Attachments) {
+		return false
+	}
+	slices.Sort(now.Attachments)
+	kept := make([]Attachment, 0, len(m.Attachments))
+	i := 0 // the index of a among the attachments m arrived with
+	for _, a := range m.Attachments {
+		for slices.Contains(was.Attachments, i) {
+			i++
+		}
+		if !slices.Contains(now.Attachments, i) {
+			kept = append(kept, a)
+		}
+		i++
+	}
+	m.Attachments = kept
+	if now.Text {
+		m.Text = nil
+	}
+	m.UnsentParts = &now
+	return true
 }
 
 // ChatUpdate is a change to a group chat, with the chat as it left it: the

@@ -237,15 +237,18 @@ func (b *Bridge) Send(ctx context.Context, out bridge.Outgoing) (bridge.Receipt,
 		defer os.RemoveAll(filepath.Dir(staged))
 	}
 	if out.IsAudioMessage || out.ReplyToGUID != "" {
-		if !b.helper.Connected() {
-			if out.IsAudioMessage {
-				return bridge.Receipt{}, errNoHelper
+		switch {
+		case out.IsAudioMessage && !b.helper.Connected():
+			return bridge.Receipt{}, errNoHelper
+		case out.IsAudioMessage || b.threadedReplies():
+			if !b.threadedReplies() {
+				out.ReplyToGUID = ""
 			}
-			// A reply without the helper goes out as a plain message:
-			// better unthreaded than not at all.
-			b.log.Info("private-API helper not connected: reply sent unthreaded", "outbox_id", out.OutboxID)
-		} else {
 			return b.sendWithHelper(ctx, out, staged, handoff)
+		default:
+			// A reply that cannot be threaded now goes out as a plain
+			// message: better unthreaded than not at all.
+			b.log.Info("reply sent unthreaded", "outbox_id", out.OutboxID, "why", b.Capabilities()["threaded_replies"])
 		}
 	}
 	var receipt bridge.Receipt
@@ -368,11 +371,24 @@ func (b *Bridge) deliver(ctx context.Context, conv bridge.Conversation, p part, 
 }
 
 // targets lists, in the order they are tried, the ways to address a chat
-// for service ("imessage" or "sms"): the service-prefixed GUID, then each
+// for service ("imessage", "sms" or "rcs"; a one-to-one SMS or RCS
+// conversation goes on in whichever of the two the contact last wrote in):
+// the service-prefixed GUID, then each
 // other form Messages stores the chat under for that service (macOS 26's
 // "any;…"), then for a one-to-one chat the contact as a participant of the
 // service's account.
 func (b *Bridge) targets(ctx context.Context, c bridge.Chat, service string) ([]Target, error) {
+	if !c.IsGroup && service != "imessage" {
+		// SMS and RCS are one family: answer where the contact last
+		// wrote (an RCS chat beside an old SMS one is answered in RCS).
+		latest, ok, err := b.db.Load().LatestInboundChat(ctx, c.Identifier)
+		if err != nil {
+			return nil, err
+		}
+		if canonical := chatdb.CanonicalGUID(latest.GUID, latest.ServiceName); ok && serviceFamily(canonical) == "sms" {
+			service = strings.ToLower(chatdb.ServicePrefix(strings.SplitN(canonical, ";", 2)[0]))
+		}
+	}
 	acct, err := accountService(service)
 	if err != nil {
 		return nil, err
@@ -387,9 +403,10 @@ func (b *Bridge) targets(ctx context.Context, c bridge.Chat, service string) ([]
 	if err != nil {
 		return nil, err
 	}
+	family := serviceFamily(primary)
 	for _, sc := range stored {
 		guid := sc.GUID
-		if serviceFamily(chatdb.CanonicalGUID(guid, sc.ServiceName)) != service || strings.EqualFold(guid, primary) ||
+		if serviceFamily(chatdb.CanonicalGUID(guid, sc.ServiceName)) != family || strings.EqualFold(guid, primary) ||
 			!strings.Contains(guid, ";"+style+";") || checkChatGUID(guid) != nil {
 			continue
 		}
@@ -590,10 +607,16 @@ func (b *Bridge) sendWithHelper(ctx context.Context, out bridge.Outgoing, staged
 	}
 	if staged != "" {
 		timeout = b.cfg.FileTimeout
-		guid, err = b.helper.SendAttachment(ctx, out.Chat.GUID, staged, out.IsAudioMessage, out.ReplyToGUID)
-	} else {
-		guid, err = b.helper.SendMessage(ctx, out.Chat.GUID, out.Text, out.ReplyToGUID)
 	}
+	err = b.withHelperChat(ctx, out.Chat, func(chatGUID string) error {
+		var err error
+		if staged != "" {
+			guid, err = b.helper.SendAttachment(ctx, chatGUID, staged, out.IsAudioMessage, out.ReplyToGUID)
+		} else {
+			guid, err = b.helper.SendMessage(ctx, chatGUID, out.Text, out.ReplyToGUID)
+		}
+		return err
+	})
 	if errors.Is(err, ErrHelperNotConnected) {
 		return bridge.Receipt{}, bridge.NotSent(err)
 	}
@@ -750,13 +773,20 @@ func (b *Bridge) React(ctx context.Context, r bridge.Reaction) (bridge.Receipt, 
 	if !b.helper.Connected() {
 		return bridge.Receipt{}, errNoHelper
 	}
-	var guid string
-	var err error
-	if r.Type == bridge.ReactionEmoji {
-		guid, err = b.helper.SendEmojiReaction(ctx, r.Chat.GUID, r.TargetGUID, r.Emoji, r.Remove)
-	} else {
-		guid, err = b.helper.SendReaction(ctx, r.Chat.GUID, r.TargetGUID, r.Type, r.Remove)
+	if r.Type == bridge.ReactionEmoji && !b.helper.Declares(HelperEmojiReactions) {
+		// The stock helper would send a message quoting the target.
+		return bridge.Receipt{}, bridge.NotSent(bridge.Permanent(errors.New(noEmojiReactions)))
 	}
+	var guid string
+	err := b.withHelperChat(ctx, r.Chat, func(chatGUID string) error {
+		var err error
+		if r.Type == bridge.ReactionEmoji {
+			guid, err = b.helper.SendEmojiReaction(ctx, chatGUID, r.TargetGUID, r.Emoji, r.Remove)
+		} else {
+			guid, err = b.helper.SendReaction(ctx, chatGUID, r.TargetGUID, r.Type, r.Remove)
+		}
+		return err
+	})
 	if err != nil {
 		return bridge.Receipt{}, err
 	}
@@ -769,9 +799,9 @@ func (b *Bridge) SetTyping(ctx context.Context, t bridge.Typing) error {
 		return errNoHelper
 	}
 	if t.On {
-		return b.helper.StartTyping(ctx, t.Chat.GUID)
+		return b.helper.StartTyping(ctx, b.helperChatGUID(ctx, t.Chat))
 	}
-	return b.helper.StopTyping(ctx, t.Chat.GUID)
+	return b.helper.StopTyping(ctx, b.helperChatGUID(ctx, t.Chat))
 }
 
 // MarkRead marks a chat read through the helper.
@@ -779,7 +809,7 @@ func (b *Bridge) MarkRead(ctx context.Context, r bridge.Read) error {
 	if !b.helper.Connected() {
 		return errNoHelper
 	}
-	return b.helper.MarkRead(ctx, r.Chat.GUID)
+	return b.helper.MarkRead(ctx, b.helperChatGUID(ctx, r.Chat))
 }
 
 func (b *Bridge) setSending(s *sendingState) {

@@ -99,7 +99,9 @@ func (w *watcher) applyChanges(ctx context.Context, r chatdb.Row) bool {
 		if at, unsent := r.Unsent(); unsent {
 			u.UnsentAt = at
 		} else if !r.DateEdited.IsZero() {
-			u.EditedAt, u.Text = r.DateEdited, r.Text
+			// Taking back a part sets date_edited as well: the sink
+			// takes it for an edit only when the text changed.
+			u.EditedAt, u.Text, u.UnsentParts = r.DateEdited, r.Text, r.UnsentParts()
 		}
 		if r.IsFromMe {
 			u.DeliveredAt, u.ReadAt = deliveredAt(r, time.Now()), readAt(r)

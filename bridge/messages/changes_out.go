@@ -22,7 +22,9 @@ func (b *Bridge) Edit(ctx context.Context, e bridge.Edit) error {
 	if !b.helper.Connected() {
 		return errNoHelper
 	}
-	return helperErr(b.helper.EditMessage(ctx, e.Chat.GUID, e.TargetGUID, e.Text))
+	return helperErr(b.withHelperChat(ctx, e.Chat, func(chatGUID string) error {
+		return b.helper.EditMessage(ctx, chatGUID, e.TargetGUID, e.Text)
+	}))
 }
 
 // Unsend takes back a message the line sent.
@@ -30,7 +32,9 @@ func (b *Bridge) Unsend(ctx context.Context, u bridge.Unsend) error {
 	if !b.helper.Connected() {
 		return errNoHelper
 	}
-	return helperErr(b.helper.UnsendMessage(ctx, u.Chat.GUID, u.TargetGUID))
+	return helperErr(b.withHelperChat(ctx, u.Chat, func(chatGUID string) error {
+		return b.helper.UnsendMessage(ctx, chatGUID, u.TargetGUID)
+	}))
 }
 
 // ChangeGroup renames a group, adds or removes a member, or leaves it.
@@ -38,20 +42,19 @@ func (b *Bridge) ChangeGroup(ctx context.Context, c bridge.GroupChange) error {
 	if !b.helper.Connected() {
 		return errNoHelper
 	}
-	var err error
-	switch c.Action {
-	case bridge.ChatRenamed:
-		err = b.helper.SetDisplayName(ctx, c.Chat.GUID, c.Name)
-	case bridge.ChatParticipantAdded:
-		err = b.helper.AddParticipant(ctx, c.Chat.GUID, c.Participant)
-	case bridge.ChatParticipantRemoved:
-		err = b.helper.RemoveParticipant(ctx, c.Chat.GUID, c.Participant)
-	case bridge.ChatParticipantLeft:
-		err = b.helper.LeaveChat(ctx, c.Chat.GUID)
-	default:
-		err = bridge.Permanent(fmt.Errorf("messages: unknown group change %q", c.Action))
-	}
-	return helperErr(err)
+	return helperErr(b.withHelperChat(ctx, c.Chat, func(chatGUID string) error {
+		switch c.Action {
+		case bridge.ChatRenamed:
+			return b.helper.SetDisplayName(ctx, chatGUID, c.Name)
+		case bridge.ChatParticipantAdded:
+			return b.helper.AddParticipant(ctx, chatGUID, c.Participant)
+		case bridge.ChatParticipantRemoved:
+			return b.helper.RemoveParticipant(ctx, chatGUID, c.Participant)
+		case bridge.ChatParticipantLeft:
+			return b.helper.LeaveChat(ctx, chatGUID)
+		}
+		return bridge.Permanent(fmt.Errorf("messages: unknown group change %q", c.Action))
+	}))
 }
 
 // helperErr marks a helper's refusal permanent: it answered that the action
@@ -106,22 +109,17 @@ func (b *Bridge) CreateGroup(ctx context.Context, g bridge.NewGroup) (bridge.Cha
 	if err := onlyOnce(g.Handoff)(ctx); err != nil {
 		return bridge.Chat{}, bridge.Receipt{}, err
 	}
-	guid, err := b.helper.CreateChat(ctx, g.Participants, g.Text, service)
+	first, err := b.helper.CreateChat(ctx, g.Participants, g.Text, service)
 	if err != nil {
 		return bridge.Chat{}, bridge.Receipt{}, helperErr(err)
 	}
-	ident := strings.SplitN(guid, ";", 3)[2] // CreateChat checked its shape
-	chat := bridge.Chat{GUID: guid, Identifier: ident, IsGroup: true, Participants: g.Participants}
-	b.setSending(&sendingState{identifier: ident, after: mark})
-	q := chatdb.Outgoing{Identifier: ident, IsGroup: true, After: mark, Since: since, Text: g.Text}
-	rows, err := b.find(ctx, q, b.cfg.TextTimeout)
+	rows, err := b.firstMessage(ctx, first, mark, since, g.Text)
 	if err != nil {
 		return bridge.Chat{}, bridge.Receipt{}, err
 	}
-	if len(rows) == 0 {
-		return bridge.Chat{}, bridge.Receipt{}, bridge.Permanent(fmt.Errorf("%w: the helper created chat %s but its first message did not appear in chat.db within %s",
-			errUnknownOutcome, guid, b.cfg.TextTimeout))
-	}
+	guid, ident := rows[0].Chat.GUID, rows[0].Chat.Identifier
+	chat := bridge.Chat{GUID: guid, Identifier: ident, IsGroup: true, Participants: g.Participants}
+	b.setSending(&sendingState{identifier: ident, after: mark})
 	b.claim(rows...)
 	receipt, err := b.await(ctx, rows, b.cfg.TextTimeout)
 	if err != nil {
@@ -131,13 +129,51 @@ func (b *Bridge) CreateGroup(ctx context.Context, g bridge.NewGroup) (bridge.Cha
 	if g.Name != "" {
 		// The group exists and has its message: a name that fails is
 		// logged, not a failed send (the client can rename it).
-		if err := b.helper.SetDisplayName(ctx, guid, g.Name); err != nil {
+		err := b.withHelperChat(ctx, chat, func(chatGUID string) error { return b.helper.SetDisplayName(ctx, chatGUID, g.Name) })
+		if err != nil {
 			b.log.Warn("the new group could not be named", "chat", guid, "err", err)
 		} else {
 			chat.Name = g.Name
 		}
 	}
 	return chat, receipt, nil
+}
+
+// firstMessage finds in chat.db the rows of a new group's first message,
+// which the helper named by its GUID (answer), and so the group. A helper
+// that answers with the chat's GUID instead (an older contract) is
+// followed too: its first message is then found by its text.
+func (b *Bridge) firstMessage(ctx context.Context, answer string, mark int64, since time.Time, text string) ([]chatdb.Row, error) {
+	if checkChatGUID(answer) == nil {
+		ident := strings.SplitN(answer, ";", 3)[2]
+		q := chatdb.Outgoing{Identifier: ident, IsGroup: true, After: mark, Since: since, Text: text}
+		rows, err := b.find(ctx, q, b.cfg.TextTimeout)
+		if err == nil && len(rows) == 0 {
+			err = bridge.Permanent(fmt.Errorf("%w: the helper created chat %s but its first message did not appear in chat.db within %s",
+				errUnknownOutcome, answer, b.cfg.TextTimeout))
+		}
+		return rows, err
+	}
+	deadline := time.Now().Add(b.cfg.TextTimeout)
+	for {
+		rows, err := b.db.Load().RowsByGUID(ctx, []string{answer})
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) == 1 && rows[0].Chat.GUID != "" {
+			if !rows[0].Chat.IsGroup {
+				return nil, bridge.Permanent(fmt.Errorf("%w: the helper's new chat %s is not a group", errUnknownOutcome, rows[0].Chat.GUID))
+			}
+			return rows, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, bridge.Permanent(fmt.Errorf("%w: the helper created a group, but its first message %s did not appear in chat.db within %s",
+				errUnknownOutcome, answer, b.cfg.TextTimeout))
+		}
+		if err := sleep(ctx, followInterval); err != nil {
+			return nil, err
+		}
+	}
 }
 
 // Availability asks, through the helper, whether handle is reachable on
@@ -165,9 +201,11 @@ func (b *Bridge) Capabilities() map[string]string {
 		reason = "the private-API helper is not connected"
 	}
 	out := map[string]string{}
-	for _, f := range []string{"reactions", "emoji_reactions", "typing", "receipts", "edit", "unsend", "groups", "availability", "audio_messages"} {
+	for _, f := range []string{"reactions", "emoji_reactions", "typing", "receipts", "edit", "unsend", "groups", "availability",
+		"audio_messages", "threaded_replies"} {
 		out[f] = reason
 	}
+
 	if reason == "" && h.ChatDB != "readable" {
 		// A new group's first message is found in chat.db.
 		out["groups"] = "chat.db is not readable (Full Disk Access?)"
@@ -179,12 +217,35 @@ func (b *Bridge) Capabilities() map[string]string {
 			}
 		}
 	}
+	if out["emoji_reactions"] == "" && !b.helper.Declares(HelperEmojiReactions) {
+		out["emoji_reactions"] = noEmojiReactions
+	}
+	if out["threaded_replies"] == "" && !b.threadedReplies() {
+		out["threaded_replies"] = noThreadedReplies
+	}
 	if b.cfg.Service == "sms" {
 		for _, f := range []string{"edit", "unsend", "emoji_reactions"} {
 			out[f] = "not on an SMS line"
 		}
 	}
 	return out
+}
+
+// What the stock BlueBubbles helper lacks, as capabilities give it.
+const (
+	noEmojiReactions = "the private-API helper does not declare emoji tapbacks " +
+		"(the stock BlueBubbles helper would send a message quoting the target instead)"
+	noThreadedReplies = "on macOS 26 the private-API helper must declare threaded replies " +
+		"(they stall in the stock BlueBubbles helper): replies are sent unthreaded"
+)
+
+// threadedReplies reports whether a reply can go out threaded now: through
+// the helper, which on macOS 26 and later must declare it can.
+func (b *Bridge) threadedReplies() bool {
+	if !b.helper.Connected() {
+		return false
+	}
+	return macOSMajor(b.cfg.MacOSVersion) < 26 || b.helper.Declares(HelperThreadedReplies)
 }
 
 // macOSMajor is the major version of v ("13.6.1" → 13), 0 if unknown.

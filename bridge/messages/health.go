@@ -37,6 +37,11 @@ type Health struct {
 	// ReplacedAt is when the watcher last found another file at chat.db's
 	// path and started reading it afresh (zero: not since the start).
 	ReplacedAt time.Time
+	// SendingAlias is the owner's address Messages last sent from when it
+	// is not the line's handle (Messages' "Start new conversations from"
+	// set to another alias), "" otherwise. String says only that there is
+	// one: /readyz is public.
+	SendingAlias string
 }
 
 func (h Health) String() string {
@@ -46,6 +51,9 @@ func (h Health) String() string {
 	}
 	if !h.ReplacedAt.IsZero() {
 		parts = append(parts, "chat.db replaced at "+h.ReplacedAt.UTC().Format(time.RFC3339))
+	}
+	if h.SendingAlias != "" {
+		parts = append(parts, "Messages sends from another alias than the line's handle")
 	}
 	return strings.Join(parts, "; ")
 }
@@ -60,6 +68,39 @@ type healthState struct {
 
 	historyRows, twins, screened int64
 	replacedAt                   time.Time
+	alias                        string
+}
+
+// sentFrom records the owner's address a row of the line went out from,
+// and reports whether it is another alias than the line's handle seen for
+// the first time.
+func (s *healthState) sentFrom(callerID, line string) (news bool) {
+	if callerID == "" {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sameAddress(callerID, line) {
+		s.alias = ""
+		return false
+	}
+	news = s.alias != callerID
+	s.alias = callerID
+	return news
+}
+
+// sameAddress compares two handles as Messages writes them: e-mail
+// addresses without case, either with or without a "tel:"/"mailto:"
+// prefix.
+func sameAddress(a, b string) bool {
+	trim := func(s string) string {
+		s = strings.ToLower(strings.TrimSpace(s))
+		for _, p := range []string{"tel:", "mailto:"} {
+			s = strings.TrimPrefix(s, p)
+		}
+		return s
+	}
+	return trim(a) == trim(b)
 }
 
 // counted adds to the counts of rows taken for other than news.
@@ -133,6 +174,7 @@ func (b *Bridge) Health() Health {
 		h.ChatDB = "not readable (see the log)"
 	}
 	h.HistoryRows, h.Twins, h.Screened, h.ReplacedAt = b.health.historyRows, b.health.twins, b.health.screened, b.health.replacedAt
+	h.SendingAlias = b.health.alias
 	b.health.mu.Unlock()
 	if h.Automation == "" {
 		h.Automation = "not used yet"

@@ -73,7 +73,7 @@ func TestSenderHealth(t *testing.T) {
 // the helper is connected (before, the helper is the reason).
 func TestCapabilitiesByMacOSVersion(t *testing.T) {
 	h := newTestHelper(t)
-	connectPeer(t, h)
+	peer := connectPeer(t, h)
 	waitConnected(t, h, true)
 	for _, c := range []struct {
 		version string
@@ -82,8 +82,11 @@ func TestCapabilitiesByMacOSVersion(t *testing.T) {
 		{"12.7.4", map[string]string{"edit": "needs macOS 13 or later (this Mac runs 12.7.4)", "unsend": "needs macOS 13 or later (this Mac runs 12.7.4)",
 			"emoji_reactions": "needs macOS 15 or later (this Mac runs 12.7.4)", "reactions": ""}},
 		{"14.5", map[string]string{"edit": "", "unsend": "", "emoji_reactions": "needs macOS 15 or later (this Mac runs 14.5)"}},
-		{"26.1", map[string]string{"edit": "", "unsend": "", "emoji_reactions": ""}},
-		{"", map[string]string{"edit": "", "emoji_reactions": ""}}, // unknown: the helper answers for it
+		// A stock helper declares neither emoji tapbacks nor, on macOS 26,
+		// threaded replies.
+		{"15.6", map[string]string{"edit": "", "unsend": "", "emoji_reactions": noEmojiReactions, "threaded_replies": ""}},
+		{"26.1", map[string]string{"edit": "", "unsend": "", "emoji_reactions": noEmojiReactions, "threaded_replies": noThreadedReplies}},
+		{"", map[string]string{"edit": "", "emoji_reactions": noEmojiReactions, "threaded_replies": ""}}, // unknown: the helper answers for it
 	} {
 		b := &Bridge{cfg: Config{Service: "imessage", MacOSVersion: c.version}, sender: NewSender(&recRunner{}, testTimeout), helper: h}
 		got := b.Capabilities()
@@ -92,6 +95,16 @@ func TestCapabilitiesByMacOSVersion(t *testing.T) {
 				t.Errorf("macOS %q, %s: %q, want %q", c.version, f, got[f], want)
 			}
 		}
+	}
+
+	// A helper that declares them.
+	peer.send(map[string]any{"event": "capabilities", "capabilities": []string{HelperEmojiReactions, HelperThreadedReplies}})
+	if ev := nextEvent(t, h); ev.Name != "capabilities" {
+		t.Fatalf("event %q", ev.Name)
+	}
+	b := &Bridge{cfg: Config{Service: "imessage", MacOSVersion: "26.1"}, sender: NewSender(&recRunner{}, testTimeout), helper: h}
+	if got := b.Capabilities(); got["emoji_reactions"] != "" || got["threaded_replies"] != "" {
+		t.Errorf("a helper that declares emoji tapbacks and threaded replies: %v", got)
 	}
 }
 

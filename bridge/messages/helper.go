@@ -131,6 +131,47 @@ type helperConn struct {
 	nc      net.Conn
 	pending map[string]chan helperResult
 	gone    bool
+	// declared are the features the helper says it has, beyond the stock
+	// BlueBubbles helper's (see Declares).
+	declared map[string]bool
+}
+
+// Features a helper may declare beyond the stock BlueBubbles helper's: in a
+// "capabilities" array of its "ping" event (sent as it connects) or of a
+// "capabilities" event. The stock helper declares none: given an emoji
+// tapback it sends a message quoting the target instead, and its threaded
+// replies stall on macOS 26.
+const (
+	HelperEmojiReactions  = "emoji-reactions"
+	HelperThreadedReplies = "threaded-replies"
+)
+
+// Declares reports whether the connected helper declared feature.
+func (h *HelperServer) Declares(feature string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.conn != nil && h.conn.declared[feature]
+}
+
+// declare records the features an event frame declares, if any.
+func (h *HelperServer) declare(c *helperConn, m map[string]any) {
+	list, ok := m["capabilities"].([]any)
+	if data, _ := m["data"].(map[string]any); !ok && data != nil {
+		list, ok = data["capabilities"].([]any)
+	}
+	if !ok {
+		return
+	}
+	declared := map[string]bool{}
+	for _, f := range list {
+		if name, _ := f.(string); name != "" {
+			declared[name] = true
+		}
+	}
+	h.mu.Lock()
+	c.declared = declared
+	h.mu.Unlock()
+	h.log.Info("private-API helper declared its features", "features", list)
 }
 
 type helperResult struct {
@@ -387,6 +428,9 @@ func (h *HelperServer) handle(c *helperConn, line []byte) {
 		return
 	}
 	if name, _ := m["event"].(string); name != "" {
+		if name == "ping" || name == "capabilities" {
+			h.declare(c, m)
+		}
 		guid, _ := m["guid"].(string)
 		select {
 		case h.events <- Event{Name: name, ChatGUID: guid, Raw: m}:

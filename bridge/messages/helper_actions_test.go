@@ -60,7 +60,8 @@ func TestHelperActionFrames(t *testing.T) {
 			},
 			want: `{"action":"create-chat","data":{"addresses":["+15551230001","bob@example.com"],"message":"climbing?","service":"iMessage",
 				"attributedBody":null,"effectId":null,"subject":null}}`,
-			answer: map[string]any{"identifier": "iMessage;+;chat999"}, result: "iMessage;+;chat999",
+			// The BlueBubbles helper answers with its first message's GUID.
+			answer: map[string]any{"identifier": "5B2E1B8C-7F6A-4C2B-9E3D-1A2B3C4D5E6F"}, result: "5B2E1B8C-7F6A-4C2B-9E3D-1A2B3C4D5E6F",
 		},
 		{
 			name:   "set-display-name",
@@ -160,9 +161,9 @@ func TestHelperActionFrames(t *testing.T) {
 			_, err := h.CreateChat(t.Context(), []string{"+15551230001", "+15551230002"}, "hi", "iMessage")
 			created <- err
 		}()
-		p.answer(p.frame(), map[string]any{"identifier": "not a chat"})
+		p.answer(p.frame(), map[string]any{"identifier": ""})
 		if err := <-created; err == nil {
-			t.Fatal("a created chat with no GUID passed")
+			t.Fatal("a created chat without its first message's GUID passed")
 		}
 	})
 }

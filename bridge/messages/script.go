@@ -50,6 +50,8 @@ end run
 		with timeout of waitSeconds seconds
 			if serviceName is "SMS" then
 				set targetAccount to 1st account whose service type = SMS
+			else if serviceName is "RCS" then
+				set targetAccount to 1st account whose service type = RCS
 			else if serviceName is "iMessage" then
 				set targetAccount to 1st account whose service type = iMessage
 			else
@@ -88,6 +90,8 @@ end run
 		with timeout of waitSeconds seconds
 			if serviceName is "SMS" then
 				set targetAccount to 1st account whose service type = SMS
+			else if serviceName is "RCS" then
+				set targetAccount to 1st account whose service type = RCS
 			else if serviceName is "iMessage" then
 				set targetAccount to 1st account whose service type = iMessage
 			else
@@ -328,15 +332,17 @@ func checkChatGUID(guid string) error {
 }
 
 // accountService maps our service names to the service types the
-// participant scripts match.
+// participant scripts match (RCS is macOS 15 and later's).
 func accountService(service string) (string, error) {
 	switch service {
 	case "imessage":
 		return "iMessage", nil
 	case "sms":
 		return "SMS", nil
+	case "rcs":
+		return "RCS", nil
 	}
-	return "", bridge.Permanent(fmt.Errorf("messages: unknown service %q (want imessage or sms)", service))
+	return "", bridge.Permanent(fmt.Errorf("messages: unknown service %q (want imessage, sms or rcs)", service))
 }
 
 // Target is where one send goes: the chat with ChatGUID, or, when ChatGUID
@@ -456,8 +462,8 @@ func checkTarget(t Target) error {
 	if t.Address == "" || strings.ContainsRune(t.Address, 0) {
 		return bridge.Permanent(fmt.Errorf("%w: invalid address %q", errRefused, t.Address))
 	}
-	if t.Service != "iMessage" && t.Service != "SMS" {
-		return bridge.Permanent(fmt.Errorf("%w: unknown account service %q (want iMessage or SMS)", errRefused, t.Service))
+	if t.Service != "iMessage" && t.Service != "SMS" && t.Service != "RCS" {
+		return bridge.Permanent(fmt.Errorf("%w: unknown account service %q (want iMessage, SMS or RCS)", errRefused, t.Service))
 	}
 	return nil
 }

@@ -481,6 +481,10 @@ func (w *watcher) firstSeen(guid string) time.Time {
 // handle reports one row, or leaves it waiting for what it lacks.
 func (w *watcher) handle(ctx context.Context, r chatdb.Row) {
 	seen := w.firstSeen(r.GUID)
+	if r.IsFromMe && r.IsSent && w.b.health.sentFrom(r.CallerID, w.b.cfg.Line) {
+		w.b.log.Warn("Messages sends from another address than the line's handle (Settings > iMessage > Start New Conversations From); "+
+			"contacts see that address", "sent_from", r.CallerID)
+	}
 	if w.keepWaiting(r) {
 		return
 	}
@@ -717,6 +721,11 @@ func (w *watcher) inbound(r chatdb.Row, withFiles bool, seen time.Time) (_ bridg
 		IsFromMe: r.IsFromMe, Text: r.Text, SentAt: r.Date, ReplyToGUID: r.ThreadOriginatorGUID,
 		IsAudioMessage: r.IsAudioMessage, EditedAt: r.DateEdited,
 	}
+	if len(r.UnsentParts()) > 0 {
+		// Taken back in part before it was seen: date_edited is that, not
+		// an edit; the row holds what is left.
+		in.EditedAt = time.Time{}
+	}
 	if r.IsFromMe {
 		in.Sender = w.b.cfg.Line
 		in.DeliveredAt, in.ReadAt = deliveredAt(r, seen), readAt(r)
@@ -867,13 +876,15 @@ func (w *watcher) helperEvents(ctx context.Context) {
 			default:
 				continue
 			}
-			// Group typing names no member: only one-to-one chats.
-			_, contact, isDirect := strings.Cut(ev.ChatGUID, ";-;")
-			if !isDirect || contact == "" {
+			// Group typing names no member: only one-to-one chats. The
+			// helper names the chat as Messages keeps it ("any;-;…" on
+			// macOS 26): the chat is found under Blueline's name for it.
+			chat := w.b.canonicalChat(ctx, ev.ChatGUID)
+			if chat.IsGroup || chat.Identifier == "" || !strings.Contains(ev.ChatGUID, ";-;") {
 				continue
 			}
-			err := w.sink.ReceiveTyping(ctx, bridge.InboundTyping{Line: w.b.cfg.Line, Chat: bridge.Chat{GUID: ev.ChatGUID, Identifier: contact},
-				Sender: contact, On: on, At: time.Now()})
+			err := w.sink.ReceiveTyping(ctx, bridge.InboundTyping{Line: w.b.cfg.Line, Chat: chat,
+				Sender: chat.Identifier, On: on, At: time.Now()})
 			if err != nil && !errors.Is(err, context.Canceled) {
 				w.b.log.Debug("typing not recorded", "chat", ev.ChatGUID, "err", err)
 			}

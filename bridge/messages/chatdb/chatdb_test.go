@@ -244,11 +244,17 @@ func TestRowsSMS(t *testing.T) {
 	f.Exec("UPDATE message SET service = 'RCS' WHERE guid = ?", rcs)
 	f.Exec("UPDATE message SET service = NULL WHERE guid = ?", none)
 	db := open(t, f)
-	for _, g := range []string{sms, rcs, none} {
+	// RCS is its own service: a row sent over RCS in the chat says so.
+	for g, want := range map[string]string{sms: "sms", rcs: "rcs", none: "sms"} {
 		r := byGUID(t, db, g)
-		if r.Service != "sms" || r.Chat.Service != "sms" || r.Chat.GUID != "SMS;-;"+carol || r.Sender != carol {
-			t.Errorf("%s: Service %q, chat %q %q, sender %q; want sms", str(r.Text), r.Service, r.Chat.Service, r.Chat.GUID, r.Sender)
+		if r.Service != want || r.Chat.Service != "sms" || r.Chat.GUID != "SMS;-;"+carol || r.Sender != carol {
+			t.Errorf("%s: Service %q, chat %q %q, sender %q; want %s", str(r.Text), r.Service, r.Chat.Service, r.Chat.GUID, r.Sender, want)
 		}
+	}
+	rcsChat := f.ChatWithGUID("any;-;"+bob, "RCS", bob)
+	_, g0 := f.Insert(chatdbtest.Msg{Chat: rcsChat, From: bob, Text: "over RCS"})
+	if r := byGUID(t, db, g0); r.Service != "rcs" || r.Chat.Service != "rcs" || r.Chat.GUID != "RCS;-;"+bob {
+		t.Errorf("an RCS chat: Service %q, chat %q %q", r.Service, r.Chat.Service, r.Chat.GUID)
 	}
 	// No service on the row and none on an iMessage chat: the chat's.
 	im := f.DirectChat("iMessage", alice)

@@ -39,7 +39,7 @@ type Row struct {
 	// a row sent by the account owner.
 	Sender   string
 	IsFromMe bool
-	// Service is "imessage" or "sms" (RCS counts as sms).
+	// Service is "imessage", "sms" or "rcs".
 	Service string
 	// Date is when the message was sent or received; zero when unset.
 	Date time.Time
@@ -49,13 +49,22 @@ type Row struct {
 	// DateDelivered is when a row of ours reached the contact's device
 	// (iMessage); zero when not (yet), and on SMS.
 	DateDelivered time.Time
-	// DateEdited is when the row was last edited (macOS 13 and later); an
-	// edit that left no body is an unsend (see Unsent).
+	// DateEdited is when the row was last edited (macOS 13 and later).
+	// Taking back the whole message or a part of it sets it too (see
+	// Unsent and UnsentParts).
 	DateEdited time.Time
-	// DateRetracted is when the row was unsent, where Messages records it.
+	// DateRetracted is when the row was unsent, where Messages records it:
+	// some rows of macOS 13 to 15 only.
 	DateRetracted time.Time
-	IsSent        bool
-	IsDelivered   bool
+	// RetractedParts are the indexes of the parts of the message its
+	// sender took back, sorted ("rp" in message_summary_info, see
+	// summary.go); nil when none.
+	RetractedParts []int
+	// PartCount is how many parts the message has left (part_count): 0
+	// once its sender took them all back.
+	PartCount   int
+	IsSent      bool
+	IsDelivered bool
 	// IsRead is set on a contact's row once the account owner has read it,
 	// here or on another device.
 	IsRead bool
@@ -102,18 +111,41 @@ type Row struct {
 	// body is the text with its U+FFFC placeholders, until complete knows
 	// the attachments that decide what each placeholder becomes.
 	body string
+	// summary is set when the row has a readable message_summary_info and
+	// a part_count: they, not date_retracted, tell an unsend.
+	summary bool
 }
 
-// Unsent reports whether the row was unsent, and when: Messages records it
-// in date_retracted, or (macOS 26) as an edit that leaves no body.
+// Unsent reports whether the sender took the whole message back, and
+// when. Messages records a take-back as an edit (date_edited) that lists
+// the parts taken back in message_summary_info and lowers part_count: the
+// message is gone once no part is left. date_retracted is not written for
+// every unsend, so it decides only for a row without that summary (older
+// macOS). A body that does not decode after an edit is an edit, not an
+// unsend.
 func (r Row) Unsent() (time.Time, bool) {
-	switch {
-	case !r.DateRetracted.IsZero():
-		return r.DateRetracted, true
-	case !r.DateEdited.IsZero() && r.Text == nil:
-		return r.DateEdited, true
+	if !r.summary {
+		return r.DateRetracted, !r.DateRetracted.IsZero()
 	}
-	return time.Time{}, false
+	if len(r.RetractedParts) == 0 || r.PartCount != 0 || r.DateEdited.IsZero() {
+		return time.Time{}, false
+	}
+	if !r.DateRetracted.IsZero() {
+		return r.DateRetracted, true
+	}
+	return r.DateEdited, true
+}
+
+// UnsentParts returns the parts of the message its sender took back while
+// others stay (see RetractedParts), nil when none or when the whole message
+// was taken back (see Unsent). Messages removes those parts from the row:
+// a taken-back file loses its join row (it is not in Attachments), a
+// taken-back text leaves the body (Text is nil).
+func (r Row) UnsentParts() []int {
+	if !r.summary || r.PartCount <= 0 || r.DateEdited.IsZero() {
+		return nil
+	}
+	return r.RetractedParts
 }
 
 // Chat is the conversation a row belongs to.
@@ -131,7 +163,7 @@ type Chat struct {
 	Identifier  string
 	IsGroup     bool
 	DisplayName string
-	// Service is "imessage" or "sms".
+	// Service is "imessage", "sms" or "rcs".
 	Service string
 	// Participants are the other members' addresses, sorted.
 	Participants []string
@@ -337,6 +369,25 @@ type StoredChat struct {
 	ServiceName string // as stored: "iMessage", "SMS", "RCS", or ""
 }
 
+// LatestInboundChat returns the chat of the newest row an identifier's
+// contact sent (a one-to-one conversation may sit in several chats: an old
+// SMS one beside an RCS one), and false when the contact never wrote.
+func (db *DB) LatestInboundChat(ctx context.Context, identifier string) (StoredChat, bool, error) {
+	var guid, service sql.NullString
+	err := db.db.QueryRowContext(ctx, `SELECT c.guid, c.service_name FROM chat c
+		JOIN chat_message_join cmj ON cmj.chat_id = c.ROWID
+		JOIN message m ON m.ROWID = cmj.message_id
+		WHERE c.chat_identifier = ? COLLATE NOCASE AND c.style = 45 AND m.is_from_me = 0
+		ORDER BY cmj.message_date DESC LIMIT 1`, identifier).Scan(&guid, &service)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return StoredChat{}, false, nil
+	case err != nil:
+		return StoredChat{}, false, fmt.Errorf("chatdb: latest chat of %s: %w", identifier, err)
+	}
+	return StoredChat{GUID: guid.String, ServiceName: service.String}, true, nil
+}
+
 // ChatsByIdentifier lists the chats Messages keeps for an identifier (a
 // contact's address, or a group's "chat…"), oldest first: the same
 // conversation can sit under several GUIDs (a service-prefixed one and an
@@ -537,6 +588,8 @@ type msgScan struct {
 	isRead, scheduleType, hasAttachments sql.NullInt64
 	isSpam                               sql.NullInt64
 	account, callerID                    sql.NullString
+	summary                              sql.RawBytes
+	partCount                            sql.NullInt64
 	chatID                               sql.NullInt64
 }
 
@@ -557,7 +610,8 @@ func (db *DB) queryRows(ctx context.Context, q queryer, rows []Row, tail string,
 			&s.isFromMe, &s.isSent, &s.errCode, &s.assocGUID, &s.assocType, &s.itemType,
 			&s.dateRead, &s.isDelivered, &s.audio, &s.threadGUID, &s.balloon,
 			&s.dateDelivered, &s.dateEdited, &s.retracted, &s.emoji, &s.groupAction, &s.groupTitle, &s.otherHandle,
-			&s.isRead, &s.scheduleType, &s.hasAttachments, &s.isSpam, &s.account, &s.callerID, &s.chatID); err != nil {
+			&s.isRead, &s.scheduleType, &s.hasAttachments, &s.isSpam, &s.account, &s.callerID,
+			&s.summary, &s.partCount, &s.chatID); err != nil {
 			return nil, nil, fmt.Errorf("chatdb: scan message: %w", err)
 		}
 		r := Row{
@@ -593,6 +647,14 @@ func (db *DB) queryRows(ctx context.Context, q queryer, rows []Row, tail string,
 		}
 		if !r.IsFromMe {
 			r.Sender = s.handleAddr.String
+		}
+		if s.summary != nil && s.partCount.Valid {
+			// A summary that does not parse leaves the row to
+			// date_retracted, like an older Mac's; it must not stop the
+			// rows after it.
+			if parts, err := retractedParts(s.summary); err == nil {
+				r.RetractedParts, r.PartCount, r.summary = parts, int(s.partCount.Int64), true
+			}
 		}
 		r.bodyFiles = fileTransferGUIDs(s.body)
 		raw := rawBody(s.text.String, s.body)
@@ -658,16 +720,16 @@ func body(text string, atts []Attachment) *string {
 	return &text
 }
 
-// serviceName maps Messages' service names to ours: "sms" for SMS and RCS,
+// serviceName maps Messages' service names to ours: "sms", "rcs",
 // "imessage" for the rest, "" when unknown (empty or "any").
 func serviceName(s string) string {
 	switch strings.ToLower(s) {
-	case "":
+	case "", "any":
 		return ""
-	case "sms", "rcs":
+	case "sms":
 		return "sms"
-	case "any":
-		return ""
+	case "rcs":
+		return "rcs"
 	}
 	return "imessage"
 }

@@ -107,42 +107,25 @@ func TestAttributedTranscription(t *testing.T) {
 // voiceMemoGUID is the file transfer GUID voiceMemoBody carries.
 const voiceMemoGUID = "4C339597-EBBB-4978-9B87-521C0471A848"
 
-// The GUIDs of two attachments, for typedstream.EncodeParts.
+// The GUIDs of three attachments, for typedstream.EncodeParts.
 const (
 	guid1 = "F0668F79-20C2-49C9-A87F-1B007ABB0CED"
 	guid2 = "D0551D89-4E11-43D0-9A0E-06F19704E97B"
+	guid3 = "0C5C1B76-8D4E-4F5A-9B1E-6A2D3C4B5E6F"
 )
 
-// TestAttributeLayouts: voiceMemoBody and typedstream.EncodeParts write a
-// transfer GUID pair in the same shape ("@" group, new object, NSString
-// class and "+" type as references, characters, end tag), with different
-// reference numbers: EncodeParts' root is mutable, which puts two more
-// classes before NSString. attributeStrings must read both.
-func TestAttributeLayouts(t *testing.T) {
-	pair := func(ref byte) []byte {
-		var b []byte
-		for _, s := range []string{transferAttribute, voiceMemoGUID} {
-			b = append(b, 0x92, tsNew, ref, ref)
-			b = append(b, unsharedString(s)...)
-			b = append(b, tsEnd)
-		}
-		return b
+// threeFiles is a body of text and three attachments interleaved. As in
+// Messages' archives, only the first attachment's run spells out the
+// transfer GUID attribute's name; the others refer back to it.
+func threeFiles(t *testing.T) []byte {
+	t.Helper()
+	text := func(s string) typedstream.Part { return typedstream.Part{Text: s} }
+	blob := typedstream.EncodeParts(text("here "), typedstream.Part{FileTransferGUID: guid1}, text(", "),
+		typedstream.Part{FileTransferGUID: guid2}, text(" and "), typedstream.Part{FileTransferGUID: guid3}, text("!"))
+	if n := bytes.Count(blob, []byte(transferAttribute)); n != 1 {
+		t.Fatalf("the transfer attribute's name is spelled out %d times, want once", n)
 	}
-	for _, tc := range []struct {
-		name string
-		blob []byte
-		ref  byte // NSString's class and "+": O4 and S4, or O6 and S6
-	}{
-		{"voiceMemoBody", voiceMemoBody("hi"), 0x96},
-		{"EncodeParts", typedstream.EncodeParts(typedstream.Part{FileTransferGUID: voiceMemoGUID}), 0x98},
-	} {
-		if !bytes.Contains(tc.blob, pair(tc.ref)) {
-			t.Errorf("%s: no GUID pair %x in\n%x", tc.name, pair(tc.ref), tc.blob)
-		}
-		if got := attributeStrings(tc.blob, transferAttribute); !slices.Equal(got, []string{voiceMemoGUID}) {
-			t.Errorf("%s: attributeStrings = %q", tc.name, got)
-		}
-	}
+	return blob
 }
 
 func TestAttributeStrings(t *testing.T) {
@@ -163,6 +146,7 @@ func TestAttributeStrings(t *testing.T) {
 		{"an NSNumber value", memo, "__kIMMessagePartAttributeName", nil},
 		{"an absent attribute", memo, "__kIMLinkAttributeName", nil},
 		{"one per attachment", parts, transferAttribute, []string{guid1, guid2}},
+		{"names referred back to", threeFiles(t), transferAttribute, []string{guid1, guid2, guid3}},
 		{"NSNumber values after references", parts, "__kIMMessagePartAttributeName", nil},
 		{"nil", nil, transferAttribute, nil},
 	} {
@@ -182,6 +166,7 @@ func TestFileTransferGUIDs(t *testing.T) {
 		want []string
 	}{
 		{"two attachments, text between", typedstream.EncodeParts(a1, text("between"), a2), []string{guid1, guid2}},
+		{"three attachments, the name referred back to", threeFiles(t), []string{guid1, guid2, guid3}},
 		{"long text between", typedstream.EncodeParts(text("a"), a2, text(strings.Repeat("é", 20000)), a1), []string{guid2, guid1}},
 		{"a repeated attachment", typedstream.EncodeParts(a2, a1, text(" "), a2), []string{guid2, guid1}},
 		{"voice memo", voiceMemoBody("This is a test"), []string{voiceMemoGUID}},
@@ -196,13 +181,19 @@ func TestFileTransferGUIDs(t *testing.T) {
 		}
 	}
 
-	// No prefix of a blob may panic or yield a partial GUID.
-	blob := typedstream.EncodeParts(a1, text("between"), a2)
+	// No prefix of a blob may panic or yield a partial GUID; a prefix that
+	// holds whole runs yields their GUIDs.
+	blob := threeFiles(t)
+	seen := 0
 	for n := range len(blob) {
 		got := fileTransferGUIDs(blob[:n])
-		if want := []string{guid1, guid2}[:len(got)]; !slices.Equal(got, want) {
+		if want := []string{guid1, guid2, guid3}[:len(got)]; !slices.Equal(got, want) {
 			t.Fatalf("prefix %d: got %q", n, got)
 		}
+		seen = max(seen, len(got))
+	}
+	if seen != 3 {
+		t.Errorf("prefixes gave at most %d GUIDs, want all three before the end", seen)
 	}
 }
 

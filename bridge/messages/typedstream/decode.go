@@ -81,11 +81,40 @@ const (
 type entry struct {
 	kind entryKind
 	// For a class: its name, and the index of its superclass entry (-1 for
-	// a root class). For an object: the index of its class entry.
+	// a root class). For an object: the index of its class entry. For a C
+	// string: its characters.
 	name  []byte
 	super int32
 	class int32
+	// val is what an object holds, once read, when the decoder keeps
+	// values (see interpret): a string, an int64 or a map[string]any; nil
+	// for anything else.
+	val any
 }
+
+// field is one value read from the fields of an object whose value the
+// decoder keeps, or from the attributed string's runs.
+type field struct {
+	kind fieldKind
+	off  int    // where the value starts
+	n    int64  // fieldInt
+	b    []byte // fieldBytes, fieldCString
+	obj  int    // fieldObject: its object-table index, -1 for nil
+}
+
+type fieldKind uint8
+
+const (
+	// fieldOther: a value no kept object is made of (a float, a class, an
+	// atom, an array, a struct, a nil string). It is still recorded, so that
+	// the fields of an object of an unexpected shape do not line up as if
+	// they had the expected one.
+	fieldOther fieldKind = iota
+	fieldInt
+	fieldBytes // an unshared string ("+")
+	fieldCString
+	fieldObject
+)
 
 // decoder reads one archive. Slices it returns point into buf.
 type decoder struct {
@@ -95,17 +124,44 @@ type decoder struct {
 	objects []entry  // the object table: objects, classes, C strings
 	depth   int
 	budget  int // values left to read; bounds work on hostile type strings
+
+	// values makes the decoder keep what NSString, NSNumber and
+	// NSDictionary objects hold, which Runs needs and Text does not.
+	values bool
+	// rec, when not nil, receives each value read at the current level:
+	// the fields of the object being read, if its value is kept.
+	rec *[]field
 }
 
-// decode returns the characters of the NSString held by the archived
-// attributed string in blob.
-func decode(blob []byte) ([]byte, error) {
-	d := decoder{
+func newDecoder(blob []byte) *decoder {
+	return &decoder{
 		buf:     blob,
 		budget:  4*len(blob) + 1024,
 		strings: make([][]byte, 0, 16),
 		objects: make([]entry, 0, 16),
 	}
+}
+
+// decode returns the characters of the NSString held by the archived
+// attributed string in blob.
+func decode(blob []byte) ([]byte, error) {
+	d := newDecoder(blob)
+	text, err := d.root()
+	if err != nil {
+		return nil, err
+	}
+	// The rest of the attributed string (its attribute runs) is read, not
+	// interpreted, so that a damaged archive is noticed.
+	if err := d.fields(); err != nil {
+		return nil, err
+	}
+	return text, nil
+}
+
+// root reads the header, the attributed string's head and its NSString, and
+// returns the string's characters. The attributed string's remaining fields,
+// its attribute runs, are left to the caller.
+func (d *decoder) root() ([]byte, error) {
 	if err := d.header(); err != nil {
 		return nil, err
 	}
@@ -169,12 +225,6 @@ func decode(blob []byte) ([]byte, error) {
 	}
 	if !found {
 		return nil, d.failAt(errStructure, d.off, "NSString without characters")
-	}
-
-	// The rest of the attributed string (its attribute runs) is read, not
-	// interpreted, so that a damaged archive is noticed.
-	if err := d.fields(); err != nil {
-		return nil, err
 	}
 	return text, nil
 }
@@ -540,62 +590,83 @@ func (d *decoder) isA(c int, name string) bool {
 	return false
 }
 
-// object reads an object value whose head byte h has been read.
-func (d *decoder) object(h byte) error {
+// object reads an object value whose head byte h has been read, and returns
+// its object-table index, or -1 for nil.
+func (d *decoder) object(h byte) (int, error) {
 	switch h {
 	case tagNil:
-		return nil
+		return -1, nil
 	case tagNew:
-		if _, err := d.beginObject(); err != nil {
-			return err
+		self := len(d.objects) // beginObject gives the object this slot
+		class, err := d.beginObject()
+		if err != nil {
+			return 0, err
 		}
-		return d.fields()
+		// Each object records its own fields, or none: the caller's
+		// record goes on after it.
+		outer := d.rec
+		d.rec = nil
+		var fields *[]field // allocated only for a value that is kept
+		kind := d.valueKind(class)
+		if kind != keepNone {
+			fields = new([]field)
+			d.rec = fields
+		}
+		err = d.fields()
+		d.rec = outer
+		if err != nil {
+			return 0, err
+		}
+		if fields != nil {
+			d.objects[self].val = d.interpret(kind, *fields)
+		}
+		return self, nil
 	}
 	// A reference may name the object being read (archives can hold
 	// cycles); it is never followed, so that is harmless.
 	i, err := d.ref(h, len(d.objects))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if d.objects[i].kind != kindObject {
-		return d.failAt(errStructure, d.off-1, "reference to a non-object where an object belongs")
+		return 0, d.failAt(errStructure, d.off-1, "reference to a non-object where an object belongs")
 	}
-	return nil
+	return i, nil
 }
 
 // cString reads a C string value: nil, a literal (which takes a slot in the
 // object table), or a reference to one.
-func (d *decoder) cString() error {
+func (d *decoder) cString() (s []byte, isNil bool, err error) {
 	h, err := d.byte()
 	if err != nil {
-		return err
+		return nil, false, err
 	}
 	switch h {
 	case tagNil:
-		return nil
+		return nil, true, nil
 	case tagNew:
 		nh, err := d.byte()
 		if err != nil {
-			return err
+			return nil, false, err
 		}
-		_, isNil, err := d.shared(nh)
+		s, isNil, err := d.shared(nh)
 		if err != nil {
-			return err
+			return nil, false, err
 		}
 		if isNil {
-			return d.failAt(errStructure, d.off-1, "nil literal C string")
+			return nil, false, d.failAt(errStructure, d.off-1, "nil literal C string")
 		}
-		d.objects = append(d.objects, entry{kind: kindCString, super: -1, class: -1})
-		return nil
+		d.objects = append(d.objects, entry{kind: kindCString, name: s, super: -1, class: -1})
+		return s, false, nil
 	}
 	i, err := d.ref(h, len(d.objects))
 	if err != nil {
-		return err
+		return nil, false, err
 	}
 	if d.objects[i].kind != kindCString {
-		return d.failAt(errStructure, d.off-1, "reference to a non-C-string where a C string belongs")
+		return nil, false, d.failAt(errStructure, d.off-1, "reference to a non-C-string where a C string belongs")
 	}
-	return nil
+	return d.objects[i].name, false, nil
 }
 
 // isQualifier reports whether c is an Objective-C type qualifier (const,
@@ -654,13 +725,26 @@ func (d *decoder) value(types []byte, i int) (int, error) {
 	if i >= len(types) {
 		return 0, errBadType
 	}
+	start := d.off
 	switch types[i] {
 	case 'c', 'C', 'B': // chars are one raw byte, never tagged
-		_, err := d.bytes(1)
-		return i + 1, err
+		b, err := d.bytes(1)
+		if err != nil {
+			return 0, err
+		}
+		n := int64(b[0])
+		if types[i] == 'c' {
+			n = int64(int8(b[0]))
+		}
+		d.record(field{kind: fieldInt, off: start, n: n})
+		return i + 1, nil
 	case 's', 'S', 'i', 'I', 'l', 'L', 'q', 'Q':
-		_, err := d.int()
-		return i + 1, err
+		n, err := d.int()
+		if err != nil {
+			return 0, err
+		}
+		d.record(field{kind: fieldInt, off: start, n: n})
+		return i + 1, nil
 	case 'f', 'd':
 		h, err := d.byte()
 		if err != nil {
@@ -675,40 +759,93 @@ func (d *decoder) value(types []byte, i int) (int, error) {
 		} else {
 			_, err = d.intAfter(h) // a whole number may be written as an integer
 		}
-		return i + 1, err
+		if err != nil {
+			return 0, err
+		}
+		d.record(field{kind: fieldOther, off: start})
+		return i + 1, nil
 	case '*':
-		return i + 1, d.cString()
+		s, isNil, err := d.cString()
+		if err != nil {
+			return 0, err
+		}
+		if isNil {
+			d.record(field{kind: fieldOther, off: start})
+		} else {
+			d.record(field{kind: fieldCString, off: start, b: s})
+		}
+		return i + 1, nil
 	case '%', ':': // atom, selector: shared strings
 		h, err := d.byte()
 		if err != nil {
 			return 0, err
 		}
-		_, _, err = d.shared(h)
-		return i + 1, err
+		if _, _, err = d.shared(h); err != nil {
+			return 0, err
+		}
+		d.record(field{kind: fieldOther, off: start})
+		return i + 1, nil
 	case '+':
-		_, _, err := d.unshared()
-		return i + 1, err
+		s, isNil, err := d.unshared()
+		if err != nil {
+			return 0, err
+		}
+		if isNil {
+			d.record(field{kind: fieldOther, off: start})
+		} else {
+			d.record(field{kind: fieldBytes, off: start, b: s})
+		}
+		return i + 1, nil
 	case '#':
 		h, err := d.byte()
 		if err != nil {
 			return 0, err
 		}
-		_, err = d.class(h)
-		return i + 1, err
+		if _, err = d.class(h); err != nil {
+			return 0, err
+		}
+		d.record(field{kind: fieldOther, off: start})
+		return i + 1, nil
 	case '@':
 		h, err := d.byte()
 		if err != nil {
 			return 0, err
 		}
-		return i + 1, d.object(h)
+		obj, err := d.object(h)
+		if err != nil {
+			return 0, err
+		}
+		d.record(field{kind: fieldObject, off: start, obj: obj})
+		return i + 1, nil
 	case '!': // an ignored int-sized field: in the type string only
 		return i + 1, nil
-	case '[':
-		return d.array(types, i)
-	case '{':
-		return d.structure(types, i)
+	case '[', '{':
+		// An array or struct is one field; what it is made of is not
+		// recorded.
+		outer := d.rec
+		d.rec = nil
+		var end int
+		var err error
+		if types[i] == '[' {
+			end, err = d.array(types, i)
+		} else {
+			end, err = d.structure(types, i)
+		}
+		d.rec = outer
+		if err != nil {
+			return 0, err
+		}
+		d.record(field{kind: fieldOther, off: start})
+		return end, nil
 	}
 	return 0, d.failAt(errStructure, d.off, fmt.Sprintf("unsupported type %q", types[i]))
+}
+
+// record adds f to the fields being recorded, if any.
+func (d *decoder) record(f field) {
+	if d.rec != nil {
+		*d.rec = append(*d.rec, f)
+	}
 }
 
 // array reads a C array "[<count><element type>]" that starts at i.

@@ -65,11 +65,17 @@ type Part struct {
 // part has no run (a run cannot be empty) but keeps its index, so the
 // indexes still say which part of parts a run is.
 //
-// Each dictionary and its keys are written as new objects, so every run
-// names its attributes literally (an archiver may instead refer back to a key
-// object it has written before); shared strings, classes and C strings are
-// written once and then referenced. EncodeParts panics if the text is longer
-// than math.MaxInt32 bytes.
+// As NSArchiver does, an object already written is referred back to: an
+// attribute name is spelled out (a new NSString object) in the first run
+// that has it, and later runs refer to that object, so with several
+// attachments only the first run names __kIMFileTransferGUIDAttributeName
+// literally. Shared strings, classes and C strings too are written once and
+// then referenced. The GUIDs and numbers are new objects in every run, and
+// every run has a dictionary of its own, since no two runs have the same
+// part index. (Messages' own archives sometimes spell a name out again in a
+// later run: NSArchiver goes by object identity, and a dictionary may hold
+// another copy of the name. A reader must take both.) EncodeParts panics if
+// the text is longer than math.MaxInt32 bytes.
 func EncodeParts(parts ...Part) []byte {
 	texts := make([]string, len(parts))
 	for i, p := range parts {
@@ -88,6 +94,7 @@ func EncodeParts(parts ...Part) []byte {
 		strings:  make(map[string]int, 16),
 		classes:  make(map[string]int, 8),
 		cStrings: make(map[string]int, 1),
+		keys:     make(map[string]int, 2),
 	}
 	e.header()
 
@@ -119,12 +126,12 @@ func EncodeParts(parts ...Part) []byte {
 		e.sharedString("i")
 		if p.FileTransferGUID != "" {
 			e.int(2) // key-value pairs
-			e.nsString(transferAttribute)
+			e.key(transferAttribute)
 			e.nsString(p.FileTransferGUID)
 		} else {
 			e.int(1)
 		}
-		e.nsString(partAttribute)
+		e.key(partAttribute)
 		e.nsNumber(int64(i))
 		e.end() // the dictionary
 	}
@@ -140,6 +147,7 @@ type encoder struct {
 	strings  map[string]int // shared string → its index
 	classes  map[string]int // class name → its object-table index
 	cStrings map[string]int // C string → its object-table index
+	keys     map[string]int // attribute name → its NSString's object-table index
 	objects  int            // object-table entries so far
 }
 
@@ -209,6 +217,18 @@ func (e *encoder) cString(s string) {
 	e.sharedString(s)
 	e.cStrings[s] = e.objects
 	e.objects++
+}
+
+// key writes an "@" group holding the attribute name s: the first time a
+// new NSString object, then a reference to it.
+func (e *encoder) key(s string) {
+	if i, ok := e.keys[s]; ok {
+		e.sharedString("@")
+		e.ref(i)
+		return
+	}
+	e.keys[s] = e.objects // the slot nsString's object takes
+	e.nsString(s)
 }
 
 // nsString writes an "@" group holding a new NSString object with s.

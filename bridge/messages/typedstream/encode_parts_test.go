@@ -14,14 +14,16 @@ const (
 	guid2 = "D0551D89-4E11-43D0-9A0E-06F19704E97B"
 )
 
-// attachmentThenHi is the blob Messages writes for an attachment followed by
-// the text "hi", spelled out by hand: mutableHi's tables, then a run per
-// part, in the order and shape of the multipart archives published with
-// imessage-exporter's typedstream tests (the transfer GUID pair before the
-// part index, a new dictionary per run). Repeated strings, classes and the
-// NSNumber's C string are references; the dictionaries and keys are new
-// objects each time.
-func attachmentThenHi(t testing.TB) []byte {
+// attachmentHiAttachment is the blob Messages writes for an attachment, the
+// text "hi" and another attachment, spelled out by hand: mutableHi's tables,
+// then a run per part, in the order and shape of the multipart archive
+// published with imessage-exporter's typedstream tests ("MultiPart": the
+// transfer GUID pair before the part index, a new dictionary per run).
+// Repeated strings, classes and the NSNumber's C string are references, and
+// so are the attribute names after their first run: the third run below is
+// that archive's third run but for its GUID. (Its second run spells the part
+// name out again, a second copy of the string; EncodeParts refers back.)
+func attachmentHiAttachment(t testing.TB) []byte {
 	return asm(t,
 		header,
 		0x84, 0x01, "@", // S0 "@"
@@ -35,7 +37,7 @@ func attachmentThenHi(t testing.TB) []byte {
 		0x84, 0x84, 0x08, "NSString", 0x01, // O6, S5
 		0x95,            // superclass: O3 (NSObject)
 		0x84, 0x01, "+", // S6 "+"
-		0x05, "\ufffchi", // 3 + 2 bytes
+		0x08, "\ufffchi\ufffc", // 3 + 2 + 3 bytes
 		0x86,
 		0x84, 0x02, "iI", 0x01, 0x01, // S7 "iI": dictionary 1, 1 unit
 		0x92, 0x84, // O7: the first dictionary
@@ -56,18 +58,25 @@ func attachmentThenHi(t testing.TB) []byte {
 		0x99, 0x02, 0x02, // type S7 "iI": dictionary 2, 2 units
 		0x92, 0x84, 0x9a, // O16: object of class O8 (NSDictionary)
 		0x9b, 0x01, // one pair
-		0x92, 0x84, 0x98, 0x98, 0x1d, "__kIMMessagePartAttributeName", 0x86, // O17
-		0x92, 0x84, 0x9f, // O18: object of class O13 (NSNumber)
+		0x92, 0x9d, // the part name: reference to O11
+		0x92, 0x84, 0x9f, // O17: object of class O13 (NSNumber)
 		0x9e,       // type S12 "*"
 		0xa1,       // C string: reference to O15 ("i")
 		0x9b, 0x01, // type S9 "i", part 1
-		0x86, 0x86, 0x86, // end of O18, O16, O0
+		0x86, 0x86, // end of O17, O16
+		0x99, 0x03, 0x01, // dictionary 3, 1 unit
+		0x92, 0x84, 0x9a, 0x9b, 0x02, // O18: NSDictionary, two pairs
+		0x92, 0x9b, // the transfer GUID name: reference to O9
+		0x92, 0x84, 0x98, 0x98, 0x24, guid2, 0x86, // O19
+		0x92, 0x9d, // the part name
+		0x92, 0x84, 0x9f, 0x9e, 0xa1, 0x9b, 0x02, 0x86, // O20: NSNumber, part 2
+		0x86, 0x86, // end of O18, O0
 	)
 }
 
 func TestEncodePartsMatchesMessagesLayout(t *testing.T) {
-	got := typedstream.EncodeParts(typedstream.Part{FileTransferGUID: guid1}, typedstream.Part{Text: "hi"})
-	if want := attachmentThenHi(t); !bytes.Equal(got, want) {
+	got := typedstream.EncodeParts(typedstream.Part{FileTransferGUID: guid1}, typedstream.Part{Text: "hi"}, typedstream.Part{FileTransferGUID: guid2})
+	if want := attachmentHiAttachment(t); !bytes.Equal(got, want) {
 		t.Fatalf("EncodeParts =\n%x\nwant\n%x", got, want)
 	}
 }
@@ -134,7 +143,7 @@ func TestEncodePartsRuns(t *testing.T) {
 	if n := bytes.Count(blob, []byte("iI")); n != 1 {
 		t.Errorf("%d literal \"iI\" type strings, want 1 (then references)", n)
 	}
-	if n := bytes.Count(blob, []byte("\x1d__kIMMessagePartAttributeName\x86")); n != 3 {
-		t.Errorf("%d part keys, want one per run (3)", n)
+	if n := bytes.Count(blob, []byte("\x1d__kIMMessagePartAttributeName\x86")); n != 1 {
+		t.Errorf("%d literal part keys, want 1 (then references)", n)
 	}
 }

@@ -4,8 +4,10 @@
 // Since macOS 13 Ventura many rows leave message.text NULL and keep the body
 // only in attributedBody: an NSAttributedString archived with NSArchiver, in
 // the NeXTSTEP "typedstream" format (header "streamtyped"). Text walks that
-// archive to the attributed string's NSString and returns its characters.
-// Encode writes the same layout Messages writes, for test fixtures.
+// archive to the attributed string's NSString and returns its characters;
+// Runs reads the attribute runs that follow, where Messages names a
+// message's attachments. Encode and EncodeParts write the same layout
+// Messages writes, for test fixtures.
 //
 // The package is pure Go and reads the little-endian ("streamtyped")
 // variant only, the one every Mac writes.
@@ -16,8 +18,8 @@ import (
 	"unicode/utf8"
 )
 
-// ErrFormat is wrapped by every error Text returns: the blob is not an
-// archived attributed string this package can read.
+// ErrFormat is wrapped by every error Text and Runs return: the blob is not
+// an archived attributed string this package can read.
 var ErrFormat = errors.New("typedstream: not a readable archived attributed string")
 
 // Text returns the plain text of an archived attributed string: the UTF-8

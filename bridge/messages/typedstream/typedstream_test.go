@@ -365,7 +365,7 @@ func TestTextTruncated(t *testing.T) {
 		"encode 300":          typedstream.Encode(strings.Repeat("é", 150)),
 		"encode emoji":        typedstream.Encode("👍🏽\ufffc"),
 		"encode empty":        typedstream.Encode(""),
-		"encode parts":        attachmentThenHi(t),
+		"encode parts":        attachmentHiAttachment(t),
 	}
 	for name, blob := range blobs {
 		for n := range len(blob) {
@@ -475,7 +475,7 @@ func TestTextFallback(t *testing.T) {
 // must not panic, must wrap ErrFormat when it fails, and must return valid
 // UTF-8 when it succeeds.
 func TestTextMutations(t *testing.T) {
-	for _, blob := range [][]byte{fesker(t), edited(t), assorted(t), typedstream.Encode("hé👍"), attachmentThenHi(t)} {
+	for _, blob := range [][]byte{fesker(t), edited(t), assorted(t), typedstream.Encode("hé👍"), attachmentHiAttachment(t)} {
 		for i := range blob {
 			for _, v := range []byte{0x00, 0x01, 0x7f, 0x80, 0x81, 0x82, 0x84, 0x85, 0x86, 0x87, 0x92, 0xff, blob[i] ^ 0x01} {
 				m := bytes.Clone(blob)
@@ -516,7 +516,7 @@ func FuzzText(f *testing.F) {
 	f.Add(edited(f))
 	f.Add(mutableHi(f))
 	f.Add(assorted(f))
-	f.Add(attachmentThenHi(f))
+	f.Add(attachmentHiAttachment(f))
 	f.Add(withValue(f, "hi", "[3c]{a=i[2d]}", 1, 2, 3, 4, 0x83, 0, 0, 0, 0, 0, 0, 0, 0, 5))
 	f.Add([]byte(header))
 	f.Add([]byte{})

@@ -10,16 +10,16 @@ package chatdbtest
 import (
 	"crypto/rand"
 	"database/sql"
-	"encoding/binary"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf16"
 
+	"howett.net/plist"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
 	"github.com/blueline-app/blueline/bridge/messages/typedstream"
@@ -65,6 +65,7 @@ func (f *Fixture) Path() string { return f.path }
 // execer is what *sql.DB and *sql.Tx both offer.
 type execer interface {
 	Exec(query string, args ...any) (sql.Result, error)
+	Query(query string, args ...any) (*sql.Rows, error)
 	QueryRow(query string, args ...any) *sql.Row
 }
 
@@ -298,6 +299,9 @@ type Msg struct {
 	Scheduled bool
 	// Spam is Messages' verdict on the row (is_spam).
 	Spam bool
+	// CallerID is the owner's address the row went out from or came to
+	// (destination_caller_id); "" leaves it NULL.
+	CallerID string
 	// FilesPending flags the row as carrying files (cache_has_attachments)
 	// before any attachment row is written: see AddAttachment.
 	FilesPending bool
@@ -444,6 +448,11 @@ func (f *Fixture) Insert(m Msg) (rowID int64, guid string) {
 			f.t.Fatalf("chatdbtest: insert message: %v", err)
 		}
 		rowID, _ = res.LastInsertId()
+		if m.CallerID != "" {
+			if _, err := c.Exec("UPDATE message SET destination_caller_id = ? WHERE ROWID = ?", m.CallerID, rowID); err != nil {
+				f.t.Fatalf("chatdbtest: set the caller ID: %v", err)
+			}
+		}
 		if !m.Read.IsZero() || m.Scheduled || m.Spam || m.FilesPending {
 			var scheduleType, scheduleState int
 			if m.Scheduled {
@@ -468,7 +477,7 @@ func (f *Fixture) Insert(m Msg) (rowID int64, guid string) {
 		for i, a := range atts {
 			var info any
 			if transcription != "" {
-				info = transcriptionPlist(transcription)
+				info = f.transcriptionPlist(transcription)
 			}
 			state := 5 // finished
 			if a.Path == "" {
@@ -635,7 +644,7 @@ func (f *Fixture) SetText(guid, text string) {
 	if audio != 0 {
 		f.Exec(`UPDATE attachment SET user_info = ? WHERE ROWID IN (SELECT maj.attachment_id
 			FROM message_attachment_join maj JOIN message m ON m.ROWID = maj.message_id WHERE m.guid = ?)`,
-			transcriptionPlist(text), guid)
+			f.transcriptionPlist(text), guid)
 		return
 	}
 	var column any = text
@@ -647,30 +656,42 @@ func (f *Fixture) SetText(guid, text string) {
 
 // Edit rewrites a row's body as Messages does when its sender edits it
 // (macOS 13 and later): the new text in text (NULL on a Ventura-style row)
-// and attributedBody, date_edited set, and the edit history in
-// message_summary_info.
+// and attributedBody, date_edited set, and the new version added to the
+// text part's edit history in message_summary_info.
 func (f *Fixture) Edit(guid, text string, at time.Time) {
 	f.t.Helper()
-	var oldText sql.NullString
-	if err := f.conn().QueryRow("SELECT text FROM message WHERE guid = ?", guid).Scan(&oldText); err != nil {
-		f.t.Fatalf("chatdbtest: find message %s: %v", guid, err)
-	}
-	var column any = text
-	if !oldText.Valid {
-		column = nil
-	}
-	f.update(guid, "text = ?, attributedBody = ?, date_edited = ?, message_summary_info = ?",
-		column, typedstream.Encode(text), appleNanos(at), summaryInfo("ec"))
+	f.inTx(func(c execer) {
+		var oldText sql.NullString
+		if err := c.QueryRow("SELECT text FROM message WHERE guid = ?", guid).Scan(&oldText); err != nil {
+			f.t.Fatalf("chatdbtest: find message %s: %v", guid, err)
+		}
+		var column any = text
+		if !oldText.Valid {
+			column = nil
+		}
+		body := typedstream.Encode(text)
+		st := f.partState(c, guid)
+		// The text is the last part (see Insert).
+		part := max(st.total-1, 0)
+		key := fmt.Sprint(part)
+		st.info.Edits[key] = append(st.info.Edits[key], edit{Date: float64(appleNanos(at)) / 1e9, Body: body})
+		if !slices.Contains(st.info.EditedParts, part) {
+			st.info.EditedParts = append(st.info.EditedParts, part)
+		}
+		f.update(guid, "text = ?, attributedBody = ?, date_edited = ?, message_summary_info = ?",
+			column, body, appleNanos(at), f.plist(st.info))
+	})
 }
 
 // Unsend takes a row back the way macOS 13 to 15 record it: the body and
-// the attachment joins gone, date_retracted and date_edited set, the
-// retracted part in message_summary_info.
+// the attachment joins gone, date_retracted and date_edited set, every
+// part listed as retracted in message_summary_info and none left in
+// part_count.
 func (f *Fixture) Unsend(guid string, at time.Time) {
 	f.t.Helper()
 	f.inTx(func(c execer) {
-		f.update(guid, "text = NULL, attributedBody = NULL, date_retracted = ?, date_edited = ?, message_summary_info = ?",
-			appleNanos(at), appleNanos(at), summaryInfo("rp"))
+		f.update(guid, "text = NULL, attributedBody = NULL, date_retracted = ?, date_edited = ?, message_summary_info = ?, part_count = 0",
+			appleNanos(at), appleNanos(at), f.allRetracted(c, guid))
 		if _, err := c.Exec("DELETE FROM message_attachment_join WHERE message_id IN (SELECT ROWID FROM message WHERE guid = ?)", guid); err != nil {
 			f.t.Fatalf("chatdbtest: unsend %s: %v", guid, err)
 		}
@@ -679,11 +700,163 @@ func (f *Fixture) Unsend(guid string, at time.Time) {
 
 // UnsendAsEdit takes a row back the way macOS 26 may record it: an edit
 // whose body is empty (an attributedBody with no text, text NULL), with
-// date_edited set and date_retracted left 0.
+// date_edited set and date_retracted left 0, every part retracted in
+// message_summary_info and none left in part_count.
 func (f *Fixture) UnsendAsEdit(guid string, at time.Time) {
 	f.t.Helper()
-	f.update(guid, "text = NULL, attributedBody = ?, date_edited = ?, message_summary_info = ?",
-		typedstream.EncodeParts(), appleNanos(at), summaryInfo("rp"))
+	f.inTx(func(c execer) {
+		f.update(guid, "text = NULL, attributedBody = ?, date_edited = ?, message_summary_info = ?, part_count = 0",
+			typedstream.EncodeParts(), appleNanos(at), f.allRetracted(c, guid))
+	})
+}
+
+// UnsendParts takes back some parts of a message and keeps the others, as
+// Messages records it: the parts listed as retracted in
+// message_summary_info, part_count lowered, date_edited set; a retracted
+// file loses its join row, a retracted text leaves text and
+// attributedBody, whose runs left keep their part numbers. The parts are
+// numbered as Insert writes them: the attachments in order, then the text.
+func (f *Fixture) UnsendParts(guid string, parts []int, at time.Time) {
+	f.t.Helper()
+	f.inTx(func(c execer) {
+		st := f.partState(c, guid)
+		// The parts left are, in order, the joined files, then the text.
+		var left []int
+		for p := range st.total {
+			if !slices.Contains(st.info.RetractedParts, p) {
+				left = append(left, p)
+			}
+		}
+		hasText := st.text != ""
+		if len(left) != len(st.files)+b2i(hasText) {
+			f.t.Fatalf("chatdbtest: message %s has %d parts left, but %d files and text %q", guid, len(left), len(st.files), st.text)
+		}
+		body := make([]typedstream.Part, st.total)
+		dropped := map[int]bool{}
+		for i, p := range left {
+			switch {
+			case slices.Contains(parts, p):
+				dropped[p] = true
+			case i < len(st.files):
+				body[p] = typedstream.Part{FileTransferGUID: st.files[i].guid}
+			default:
+				body[p] = typedstream.Part{Text: st.text}
+			}
+		}
+		for _, p := range parts {
+			if !dropped[p] {
+				f.t.Fatalf("chatdbtest: message %s has no part %d left to take back", guid, p)
+			}
+		}
+		for i, p := range left {
+			if dropped[p] && i < len(st.files) {
+				if _, err := c.Exec("DELETE FROM message_attachment_join WHERE ROWID = ?", st.files[i].join); err != nil {
+					f.t.Fatalf("chatdbtest: unsend part %d of %s: %v", p, guid, err)
+				}
+			}
+		}
+		for p := range dropped {
+			st.info.RetractedParts = append(st.info.RetractedParts, p)
+		}
+		slices.Sort(st.info.RetractedParts)
+		var textCol, attributed any
+		var rest strings.Builder
+		for _, b := range body {
+			if b.FileTransferGUID != "" {
+				rest.WriteString("\uFFFC")
+			} else {
+				rest.WriteString(b.Text)
+			}
+		}
+		if rest.Len() > 0 {
+			attributed = typedstream.EncodeParts(body...)
+			if st.textColumn {
+				textCol = rest.String()
+			}
+		}
+		f.update(guid, "text = ?, attributedBody = ?, date_edited = ?, message_summary_info = ?, part_count = ?",
+			textCol, attributed, appleNanos(at), f.plist(st.info), len(left)-len(dropped))
+	})
+}
+
+// partState is what the fixture reads of a message before changing its
+// parts.
+type partState struct {
+	info summary
+	// total counts the parts the message was written with: those left
+	// (part_count) and those retracted.
+	total int
+	// files are the attachments joined to it, in order: what is left of
+	// its attachment parts.
+	files []joinedFile
+	// text is what is left of its text part, "" when none; textColumn
+	// whether the row keeps its body in text as well (not Ventura-style).
+	text       string
+	textColumn bool
+}
+
+// joinedFile is an attachment joined to a message: the join row's ROWID
+// and the attachment's GUID.
+type joinedFile struct {
+	join int64
+	guid string
+}
+
+func (f *Fixture) partState(c execer, guid string) partState {
+	f.t.Helper()
+	var st partState
+	var rowID int64
+	var textCol sql.NullString
+	var attributed, info []byte
+	var partCount sql.NullInt64
+	if err := c.QueryRow("SELECT ROWID, text, attributedBody, message_summary_info, part_count FROM message WHERE guid = ?", guid).
+		Scan(&rowID, &textCol, &attributed, &info, &partCount); err != nil {
+		f.t.Fatalf("chatdbtest: find message %s: %v", guid, err)
+	}
+	if info != nil {
+		if _, err := plist.Unmarshal(info, &st.info); err != nil {
+			f.t.Fatalf("chatdbtest: message_summary_info of %s: %v", guid, err)
+		}
+	}
+	if st.info.Edits == nil {
+		st.info.Edits = map[string][]edit{}
+	}
+	st.total = int(partCount.Int64) + len(st.info.RetractedParts)
+	body := textCol.String
+	if body == "" && attributed != nil {
+		// A body a test broke on purpose has no text left: UnsendParts
+		// then finds a part missing and says so.
+		body, _ = typedstream.Text(attributed)
+	}
+	st.text, st.textColumn = strings.ReplaceAll(body, "\uFFFC", ""), textCol.Valid
+	rs, err := c.Query("SELECT maj.ROWID, a.guid FROM message_attachment_join maj JOIN attachment a ON a.ROWID = maj.attachment_id WHERE maj.message_id = ? ORDER BY maj.ROWID", rowID)
+	if err != nil {
+		f.t.Fatalf("chatdbtest: attachments of %s: %v", guid, err)
+	}
+	defer rs.Close()
+	for rs.Next() {
+		var file joinedFile
+		if err := rs.Scan(&file.join, &file.guid); err != nil {
+			f.t.Fatalf("chatdbtest: attachments of %s: %v", guid, err)
+		}
+		st.files = append(st.files, file)
+	}
+	if err := rs.Err(); err != nil {
+		f.t.Fatalf("chatdbtest: attachments of %s: %v", guid, err)
+	}
+	return st
+}
+
+// allRetracted is the message_summary_info of a message taken back whole:
+// what it had, with every part retracted.
+func (f *Fixture) allRetracted(c execer, guid string) []byte {
+	f.t.Helper()
+	st := f.partState(c, guid)
+	st.info.RetractedParts = nil
+	for p := range max(st.total, 1) {
+		st.info.RetractedParts = append(st.info.RetractedParts, p)
+	}
+	return f.plist(st.info)
 }
 
 // FinishTransfer completes the transfers of a message's attachments: the
@@ -845,77 +1018,33 @@ func nullIfEmpty(s string) any {
 	return s
 }
 
-// summaryInfo is a message_summary_info property list naming one of its
-// keys ("ec" edited content, "rp" retracted parts) with an empty value: the
-// bridge reads the row's dates and body, not this blob, which only has to
-// be there as Messages writes it.
-func summaryInfo(key string) []byte {
-	return plist(key, "")
+// summary is a message_summary_info as Messages writes it, with the keys
+// the fixture sets: "ec" the edit history of each part (keyed by the
+// part's index), "ep" the parts edited, "rp" the parts retracted.
+type summary struct {
+	Edits          map[string][]edit `plist:"ec"`
+	EditedParts    []int             `plist:"ep,omitempty"`
+	RetractedParts []int             `plist:"rp,omitempty"`
+}
+
+// edit is one version of an edited part.
+type edit struct {
+	Date float64 `plist:"d"` // seconds since 2001-01-01 UTC
+	Body []byte  `plist:"t"` // the part as an attributedBody
 }
 
 // transcriptionPlist builds the binary property list {"audio-transcription":
 // text} that macOS keeps in a voice memo attachment's user_info.
-func transcriptionPlist(text string) []byte {
-	return plist("audio-transcription", text)
+func (f *Fixture) transcriptionPlist(text string) []byte {
+	return f.plist(map[string]string{"audio-transcription": text})
 }
 
-// plist builds the binary property list {key: value}.
-func plist(key, value string) []byte {
-	out := []byte("bplist00")
-	var offsets []int
-	add := func(obj []byte) {
-		offsets = append(offsets, len(out))
-		out = append(out, obj...)
+// plist encodes v as a binary property list, as Messages writes them.
+func (f *Fixture) plist(v any) []byte {
+	f.t.Helper()
+	b, err := plist.Marshal(v, plist.BinaryFormat)
+	if err != nil {
+		f.t.Fatalf("chatdbtest: encode property list: %v", err)
 	}
-	add([]byte{0xd1, 1, 2}) // dict, one pair: key object 1, value object 2
-	add(plistString(key))
-	add(plistString(value))
-	tableAt := len(out)
-	offSize := 1
-	if tableAt > 0xff {
-		offSize = 2
-	}
-	for _, o := range offsets {
-		if offSize == 1 {
-			out = append(out, byte(o))
-		} else {
-			out = binary.BigEndian.AppendUint16(out, uint16(o))
-		}
-	}
-	trailer := make([]byte, 32)
-	trailer[6], trailer[7] = byte(offSize), 1
-	binary.BigEndian.PutUint64(trailer[8:], uint64(len(offsets)))
-	binary.BigEndian.PutUint64(trailer[16:], 0)
-	binary.BigEndian.PutUint64(trailer[24:], uint64(tableAt))
-	return append(out, trailer...)
-}
-
-// plistString encodes a bplist string object: ASCII when it can be, else
-// UTF-16BE.
-func plistString(s string) []byte {
-	ascii := true
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
-			ascii = false
-			break
-		}
-	}
-	if ascii {
-		return append(plistHead(0x50, len(s)), s...)
-	}
-	u := utf16.Encode([]rune(s))
-	out := plistHead(0x60, len(u))
-	for _, c := range u {
-		out = binary.BigEndian.AppendUint16(out, c)
-	}
-	return out
-}
-
-// plistHead is an object marker with its length: in the low nibble, or as
-// an integer object after 0xF.
-func plistHead(kind byte, n int) []byte {
-	if n < 0x0f {
-		return []byte{kind | byte(n)}
-	}
-	return binary.BigEndian.AppendUint32([]byte{kind | 0x0f, 0x12}, uint32(n))
+	return b
 }
