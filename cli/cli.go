@@ -155,7 +155,7 @@ simulated sandbox line and one simulated line with advanced features.`,
 		a.linesCommand(), a.chatsCommand(), a.messagesCommand(), a.filesCommand(), a.outboxCommand(),
 	)
 	root.AddCommand(a.serviceCommands()...)
-	root.AddCommand(a.statusCommand(), a.versionCommand())
+	root.AddCommand(a.statusCommand(), a.doctorCommand(), a.versionCommand())
 
 	// cobra's own help and completion commands, with examples like ours.
 	root.InitDefaultHelpCmd()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge"
+	"github.com/blueline-app/blueline/bridge/messages"
 	"github.com/blueline-app/blueline/server"
 	"github.com/blueline-app/blueline/storage"
 )
@@ -62,6 +63,9 @@ type lineHealth struct {
 	Reason, Info string
 	LastInbound  int64
 	LastOutbound int64
+	// Doctor is set on a Messages line that is not healthy: `blueline
+	// doctor` on the host checks what it depends on, with the fixes.
+	Doctor bool
 }
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
@@ -89,6 +93,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		if j := slices.IndexFunc(checks, func(ch server.Check) bool { return ch.Name == "line "+l.Handle }); j >= 0 {
 			rows[i].OK, rows[i].Reason, rows[i].Info = checks[j].OK, checks[j].Reason, checks[j].Info
 		}
+		rows[i].Doctor = rows[i].Bridge == "messages" && (!rows[i].OK || (l.Health != nil && len(messages.HealthProblems(l.Health.Summary)) > 0))
 	}
 	var workers []server.Check
 	for _, ch := range checks {
