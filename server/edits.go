@@ -1,9 +1,9 @@
 package server
 
 import (
-	"strings"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/blueline-app/blueline/storage"
