@@ -74,6 +74,9 @@ type GuardLimits struct {
 	MaxRatio        int   `json:"max_ratio"`
 	MaxColdContacts int   `json:"max_cold_contacts"`
 	ColdAfterMS     int64 `json:"cold_after_ms"`
+	// MaxAvailabilityLookups is per hour: lookups of GET /v1/availability
+	// that reach the network.
+	MaxAvailabilityLookups int `json:"max_availability_lookups"`
 }
 
 // Capability is whether a line can use a feature now; Reason says why not

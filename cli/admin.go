@@ -82,8 +82,18 @@ func isTerminal(w io.Writer) bool {
 }
 
 // printTable prints rows. On a terminal: aligned columns under a header.
-// Otherwise, for scripts: one tab-separated line per row, no header.
+// Otherwise, for scripts: one tab-separated line per row, no header. Every
+// cell is printable: a tab or newline in one cannot break the table, nor a
+// control reach the terminal.
 func printTable(w io.Writer, header []string, rows [][]string) error {
+	safe := make([][]string, len(rows))
+	for i, r := range rows {
+		safe[i] = make([]string, len(r))
+		for j, cell := range r {
+			safe[i][j] = printable(cell)
+		}
+	}
+	rows = safe
 	if !isTerminal(w) {
 		for _, r := range rows {
 			if _, err := fmt.Fprintln(w, strings.Join(r, "\t")); err != nil {

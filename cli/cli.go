@@ -97,7 +97,13 @@ func run(ctx context.Context, build Build, args []string, stdin io.Reader, stdou
 		fmt.Fprint(stderr, cmd.UsageString())
 		return 2
 	default:
-		fmt.Fprintf(stderr, "blueline: %v\n", err)
+		// An error may quote what a webhook's receiver answered: printable,
+		// line by line (an error of ours may have several).
+		lines := strings.Split(err.Error(), "\n")
+		for i, l := range lines {
+			lines[i] = printable(l)
+		}
+		fmt.Fprintf(stderr, "blueline: %s\n", strings.Join(lines, "\n"))
 		return 1
 	}
 }

@@ -195,13 +195,13 @@ func printResult(w io.Writer, asJSON bool, headline string, v any) error {
 	if asJSON {
 		return printJSON(w, v)
 	}
-	fmt.Fprintln(w, headline)
+	fmt.Fprintln(w, printable(headline))
 	return printFields(w, "    ", v)
 }
 
 // printFields prints v's JSON fields, in order, one "name  value" per
 // line, aligned: nulls and request_id left out, times (…_at, Unix ms) in
-// RFC 3339, objects and arrays as compact JSON.
+// RFC 3339, objects and arrays as compact JSON, strings printable.
 func printFields(w io.Writer, indent string, v any) error {
 	fields, err := jsonFields(v)
 	if err != nil {
@@ -212,7 +212,7 @@ func printFields(w io.Writer, indent string, v any) error {
 		width = max(width, len(f[0]))
 	}
 	for _, f := range fields {
-		if _, err := fmt.Fprintf(w, "%s%-*s  %s\n", indent, width, f[0], f[1]); err != nil {
+		if _, err := fmt.Fprintf(w, "%s%-*s  %s\n", indent, width, f[0], printable(f[1])); err != nil {
 			return err
 		}
 	}
@@ -331,7 +331,7 @@ func (a *app) printList(asJSON bool, page any, header []string, rows [][]string,
 
 // truncate cuts s to n characters, marking the cut, on one line.
 func truncate(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = oneLine(s)
 	r := []rune(s)
 	if len(r) <= n {
 		return s

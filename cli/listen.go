@@ -193,7 +193,7 @@ func (l *listener) print(ev client.StreamedEvent) {
 		fmt.Fprintf(w, "%s\n", bytes.TrimSpace(ev.Raw))
 		return
 	}
-	fmt.Fprintf(w, "%s  %s  %s\n", ev.Time().Format("15:04:05"), ev.Type, eventSummary(ev.Event))
+	fmt.Fprintln(w, printable(fmt.Sprintf("%s  %s  %s", ev.Time().Format("15:04:05"), ev.Type, eventSummary(ev.Event))))
 }
 
 // eventSummary is the gist of an event, for its line.
@@ -276,7 +276,7 @@ func (l *listener) forward(ctx context.Context, ev client.StreamedEvent) {
 	if out.Error != "" {
 		line += "  " + out.Error
 	}
-	fmt.Fprintln(l.a.stdout, line)
+	fmt.Fprintln(l.a.stdout, printable(line))
 }
 
 // post signs ev at time at, as the daemon signs a delivery, posts it, and
@@ -309,7 +309,7 @@ func (l *listener) post(ctx context.Context, ev client.Event, at time.Time) (int
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
 		return resp.StatusCode, fmt.Errorf("redirect to %q, not followed", resp.Header.Get("Location"))
 	}
-	msg := strings.Join(strings.Fields(string(excerpt)), " ")
+	msg := oneLine(string(excerpt))
 	if msg == "" {
 		msg = http.StatusText(resp.StatusCode)
 	}

@@ -168,7 +168,7 @@ func (a *app) printSandbox(s *api.Sandbox) {
 	default:
 		fmt.Fprintln(w, "Sandbox active")
 		fmt.Fprintf(w, "    sandbox line  %s\n", s.SandboxLineHandle)
-		fmt.Fprintf(w, "    paired with   %s\n", orNil(s.ContactIdentifier))
+		fmt.Fprintf(w, "    paired with   %s\n", printable(orNil(s.ContactIdentifier)))
 	}
 	u := s.Usage
 	fmt.Fprintf(w, "    usage today   %d/%d (resets %s)\n", u.Used, u.Limit, msTime(u.ResetsAt))

@@ -281,12 +281,12 @@ Exits 0 when the receiver answered 2xx, 1 otherwise.`,
 // (- when none came), latency, then the start of the answer's body or what
 // went wrong.
 func testLine(id string, res webhook.TestResult) string {
-	status, outcome := "-", strings.Join(strings.Fields(res.Body), " ")
+	status, outcome := "-", oneLine(res.Body)
 	if res.StatusCode != 0 {
 		status = fmt.Sprint(res.StatusCode)
 	}
 	if res.Error != "" && res.StatusCode == 0 {
 		outcome = res.Error
 	}
-	return strings.TrimSpace(fmt.Sprintf("%s\t%s\t%s\t%dms\t%s", id, res.Event, status, res.LatencyMs, outcome))
+	return strings.TrimSpace(fmt.Sprintf("%s\t%s\t%s\t%dms\t%s", id, res.Event, status, res.LatencyMs, printable(outcome)))
 }

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,8 +10,9 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/blueline-app/blueline/sse"
 )
 
 // EventService follows GET /v1/events: the events webhooks receive, as they
@@ -51,15 +51,22 @@ type StreamedEvent struct {
 const reconnectWait = time.Second
 
 // Stream yields the events of p as they happen, until ctx ends. A stream
-// that breaks (the server restarted, the network dropped) is followed
-// again after the last event yielded, so nothing the server still keeps is
-// lost or repeated. An answer that is an API error (a bad key, a refused
-// parameter) ends the stream with that *Error; a broken connection is
-// yielded as an error too, without ending it, so a caller can say so.
+// that ends is followed again where the server said it got to (the last
+// event ID, sent back as Last-Event-ID), so nothing the server still keeps
+// is lost or repeated. The server ends each stream after a lifetime (an
+// hour by default): that stream is followed again at once, and nothing is
+// yielded. A stream that breaks (the server restarted, the network dropped)
+// is followed again after a second, and yielded as an error too, without
+// ending it, so a caller can say so. An answer that is an API error (a bad
+// or revoked key, a refused parameter, too many streams) ends the stream
+// with that *Error.
 func (s *EventService) Stream(ctx context.Context, p EventStreamParams) iter.Seq2[StreamedEvent, error] {
 	return func(yield func(StreamedEvent, error) bool) {
-		after := p.After
-		resumed := after > 0
+		resume := ""         // the stream's last event ID
+		endedAtOnce := false // the last connection ended as it began
+		if p.After > 0 {
+			resume = strconv.FormatUint(p.After, 10)
+		}
 		for ctx.Err() == nil {
 			q := url.Values{}
 			for _, e := range p.Events {
@@ -68,15 +75,14 @@ func (s *EventService) Stream(ctx context.Context, p EventStreamParams) iter.Seq
 			for _, l := range p.Lines {
 				q.Add("line", l)
 			}
-			if resumed {
-				q.Set("after", strconv.FormatUint(after, 10))
-			} else if !p.Since.IsZero() {
+			if resume == "" && !p.Since.IsZero() {
 				q.Set("since", strconv.FormatInt(p.Since.UnixMilli(), 10))
 			}
-			err := s.follow(ctx, q, func(ev StreamedEvent) bool {
-				after, resumed = ev.Seq, true
-				return yield(ev, nil)
-			})
+			started := time.Now()
+			last, err := s.follow(ctx, q, resume, func(ev StreamedEvent) bool { return yield(ev, nil) })
+			if last != "" {
+				resume = last
+			}
 			if errors.Is(err, errStopped) || ctx.Err() != nil {
 				return
 			}
@@ -84,14 +90,21 @@ func (s *EventService) Stream(ctx context.Context, p EventStreamParams) iter.Seq
 				yield(StreamedEvent{}, err)
 				return
 			}
-			if !resumed {
-				// Resume from where the first connection started, not
-				// from a fresh "a minute ago".
-				resumed = true
-			}
-			if !yield(StreamedEvent{}, fmt.Errorf("blueline: event stream broke, following it again: %w", err)) {
+			if errors.Is(err, io.EOF) {
+				// The server ended the stream between events (its
+				// lifetime, a revoked key: the next answer says which):
+				// follow it again at once, unless the one before it
+				// also ended as soon as it began (a server that ends
+				// every stream must not be hammered).
+				quick := time.Since(started) < reconnectWait
+				if !quick || !endedAtOnce {
+					endedAtOnce = quick
+					continue
+				}
+			} else if !yield(StreamedEvent{}, fmt.Errorf("blueline: event stream broke, following it again: %w", err)) {
 				return
 			}
+			endedAtOnce = false
 			select {
 			case <-ctx.Done():
 				return
@@ -103,55 +116,40 @@ func (s *EventService) Stream(ctx context.Context, p EventStreamParams) iter.Seq
 
 var errStopped = errors.New("stopped by the caller")
 
-// follow reads one connection of the stream, calling each for every event,
-// until the connection ends (its error) or each returns false (errStopped).
-func (s *EventService) follow(ctx context.Context, q url.Values, each func(StreamedEvent) bool) error {
+// follow reads one connection of the stream, resuming after the event ID
+// resume ("" for none), calling each for every event, until the
+// connection ends (io.EOF when the server ended it) or each returns false
+// (errStopped). It returns the stream's last event ID as of its end.
+func (s *EventService) follow(ctx context.Context, q url.Values, resume string, each func(StreamedEvent) bool) (string, error) {
 	req, err := s.c.newRequest(ctx, request{method: http.MethodGet, path: "/v1/events", query: q})
 	if err != nil {
-		return err
+		return "", err
 	}
 	req.Header.Set("Accept", "text/event-stream")
+	if resume != "" {
+		req.Header.Set("Last-Event-ID", resume)
+	}
 	resp, err := s.c.httpc.Do(req)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		return errorFrom(resp)
+		return "", errorFrom(resp)
 	}
-	r := bufio.NewReaderSize(resp.Body, 64<<10)
-	var ev StreamedEvent
-	var data strings.Builder
+	r := sse.NewReader(resp.Body)
 	for {
-		line, err := r.ReadString('\n')
+		e, err := r.Next()
 		if err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF // the server ends streams only by going away
-			}
-			return err
+			return r.LastID(), err
 		}
-		line = strings.TrimRight(line, "\r\n")
-		switch {
-		case line == "":
-			if data.Len() > 0 {
-				ev.Raw = []byte(data.String())
-				if err := json.Unmarshal(ev.Raw, &ev.Event); err != nil {
-					return fmt.Errorf("blueline: event %d: %w", ev.Seq, err)
-				}
-				if !each(ev) {
-					return errStopped
-				}
-			}
-			ev, data = StreamedEvent{}, strings.Builder{}
-		case strings.HasPrefix(line, ":"):
-			// a comment: the stream is alive
-		case strings.HasPrefix(line, "id:"):
-			ev.Seq, _ = strconv.ParseUint(strings.TrimSpace(line[3:]), 10, 64)
-		case strings.HasPrefix(line, "data:"):
-			if data.Len() > 0 {
-				data.WriteByte('\n')
-			}
-			data.WriteString(strings.TrimPrefix(line[5:], " "))
+		ev := StreamedEvent{Raw: []byte(e.Data)}
+		ev.Seq, _ = strconv.ParseUint(e.ID, 10, 64)
+		if err := json.Unmarshal(ev.Raw, &ev.Event); err != nil {
+			return r.LastID(), fmt.Errorf("blueline: event %d: %w", ev.Seq, err)
+		}
+		if !each(ev) {
+			return r.LastID(), errStopped
 		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 // the API's error for a bad parameter; over the admin socket as the host.
 func TestEventStream(t *testing.T) {
 	td := startDaemon(t, "")
-	c := td.client(td.key("webhooks:read", ""))
+	c := td.client(td.key("webhooks:read,messages:read", ""))
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 

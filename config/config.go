@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -57,6 +58,39 @@ type Server struct {
 	// PublicURL is the base URL clients use (behind a reverse proxy it
 	// differs from Listen); "" means PublicBaseURL derives it from Listen.
 	PublicURL string `toml:"public_url"`
+	// TrustedProxies are the addresses (CIDR prefixes or single IPs) of
+	// reverse proxies whose X-Forwarded-For and Forwarded headers are
+	// believed; none by default. See Proxies.
+	TrustedProxies []string `toml:"trusted_proxies"`
+}
+
+// Proxies is TrustedProxies parsed (check has refused any that does not
+// parse), a single IP as the prefix of that address alone.
+func (s Server) Proxies() []netip.Prefix {
+	var out []netip.Prefix
+	for _, p := range s.TrustedProxies {
+		if pr, err := parseProxy(p); err == nil {
+			out = append(out, pr)
+		}
+	}
+	return out
+}
+
+func parseProxy(s string) (netip.Prefix, error) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		a = a.Unmap()
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	if p.Addr().Is4In6() {
+		// Connections' addresses are compared unmapped: an IPv4-mapped
+		// prefix would match none.
+		return netip.Prefix{}, errors.New("an IPv4-mapped IPv6 prefix: write it as an IPv4 prefix")
+	}
+	return p.Masked(), nil
 }
 
 // TLS serves the API over HTTPS with certificates obtained and renewed
@@ -202,6 +236,12 @@ type Limits struct {
 	// BodyIdleTimeout cuts off a request body (an upload too) from which
 	// nothing arrives for this long.
 	BodyIdleTimeout Duration `toml:"body_idle_timeout"`
+	// StreamsPerKey caps the event streams (GET /v1/events) one API key
+	// holds open at once, and the console's live streams per session.
+	StreamsPerKey int `toml:"streams_per_key"`
+	// StreamLifetime is how long a stream lasts before the daemon ends
+	// it and its client resumes.
+	StreamLifetime Duration `toml:"stream_lifetime"`
 }
 
 // Files limits uploads and the download URLs handed out for them.
@@ -239,6 +279,9 @@ type Guard struct {
 	MaxRatio        int      `toml:"max_ratio"`         // a UTC day's messages per message received (at least one)
 	MaxColdContacts int      `toml:"max_cold_contacts"` // cold chats messaged per UTC day
 	ColdAfter       Duration `toml:"cold_after"`        // silence after which a contact is cold
+	// MaxAvailabilityLookups caps the availability lookups that reach a
+	// line's network per hour (Apple's directory, on a Mac).
+	MaxAvailabilityLookups int `toml:"max_availability_lookups"`
 }
 
 // Sim tunes the offline simulated network.
@@ -349,8 +392,9 @@ func defaults() *Config {
 		Server:  Server{Listen: "127.0.0.1:8080"},
 		Storage: Storage{Dir: "./blueline-data"},
 		Sandbox: Sandbox{Label: "Sandbox", DailyQuota: 50},
-		Limits:  Limits{RequestsPerHour: 1000, MaxBodyBytes: 1 << 20, MaxConnections: 1024, BodyIdleTimeout: Duration{30 * time.Second}},
-		Files:   Files{MaxUploadBytes: 100 << 20, URLTTL: Duration{time.Hour}},
+		Limits: Limits{RequestsPerHour: 1000, MaxBodyBytes: 1 << 20, MaxConnections: 1024, BodyIdleTimeout: Duration{30 * time.Second},
+			StreamsPerKey: 4, StreamLifetime: Duration{time.Hour}},
+		Files: Files{MaxUploadBytes: 100 << 20, URLTTL: Duration{time.Hour}},
 		Webhooks: Webhooks{
 			Timeout: Duration{15 * time.Second},
 			RetrySchedule: []Duration{
@@ -368,7 +412,7 @@ func defaults() *Config {
 			RetryMax:    Duration{5 * time.Minute},
 		},
 		Guard: Guard{Pace: Duration{time.Second}, MaxUnanswered: 5, MaxRatio: 10, MaxColdContacts: 200,
-			ColdAfter: Duration{24 * time.Hour}},
+			ColdAfter: Duration{24 * time.Hour}, MaxAvailabilityLookups: 60},
 		Log:       Log{Level: "info", Format: "text"},
 		TLS:       TLS{CA: "production", HTTPListen: ":80", HTTPSListen: ":443"},
 		Dashboard: Dashboard{SessionTTL: Duration{12 * time.Hour}},

@@ -614,6 +614,28 @@ func TestPublicBaseURL(t *testing.T) {
 	}
 }
 
+// trusted_proxies takes addresses and CIDR prefixes (none by default) and
+// refuses anything else, naming the entry.
+func TestTrustedProxies(t *testing.T) {
+	if c := mustLoad(t, oneLine); len(c.Server.Proxies()) != 0 {
+		t.Errorf("default trusted proxies %v, want none", c.Server.Proxies())
+	}
+	c := mustLoad(t, "[server]\ntrusted_proxies = [\"127.0.0.1\", \"10.1.2.3/8\", \"::1\", \"fd00::/8\"]\n"+oneLine)
+	var got []string
+	for _, p := range c.Server.Proxies() {
+		got = append(got, p.String())
+	}
+	if want := "127.0.0.1/32 10.0.0.0/8 ::1/128 fd00::/8"; strings.Join(got, " ") != want {
+		t.Errorf("trusted proxies %v, want %s", got, want)
+	}
+	_, err := config.Parse("test", []byte("[server]\ntrusted_proxies = [\"127.0.0.1\", \"proxy.local\", \"::ffff:10.0.0.0/104\"]\n"+oneLine))
+	for _, want := range []string{`server.trusted_proxies[1]: must be an IP address or a CIDR prefix`, `server.trusted_proxies[2]: `} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("bad trusted proxies: %v, want %q", err, want)
+		}
+	}
+}
+
 func TestDataDir(t *testing.T) {
 	wd, err := os.Getwd()
 	if err != nil {

@@ -54,6 +54,11 @@ func (c *Config) check(file string) error {
 
 func (c *Config) checkServer(k *checker) {
 	checkListen(k, "server.listen", c.Server.Listen, "127.0.0.1:8080")
+	for i, p := range c.Server.TrustedProxies {
+		if _, err := parseProxy(p); err != nil {
+			k.failf(fmt.Sprintf("server.trusted_proxies[%d]", i), "must be an IP address or a CIDR prefix such as \"127.0.0.1/32\", got %q: %v", p, err)
+		}
+	}
 
 	pub := c.Server.PublicURL
 	if pub == "" {
@@ -323,6 +328,12 @@ func (c *Config) checkLimits(k *checker) {
 	if d := c.Limits.BodyIdleTimeout.Duration; d < 100*time.Millisecond || d > time.Hour {
 		k.failf("limits.body_idle_timeout", "must be from 100ms to 1h, got %s", c.Limits.BodyIdleTimeout)
 	}
+	if n := c.Limits.StreamsPerKey; n < 1 || n > 1000 {
+		k.failf("limits.streams_per_key", "must be from 1 to 1000, got %d", n)
+	}
+	if d := c.Limits.StreamLifetime.Duration; d < time.Second || d > 24*time.Hour {
+		k.failf("limits.stream_lifetime", "must be from 1s to 24h, got %s", c.Limits.StreamLifetime)
+	}
 
 	if c.Files.MaxUploadBytes < 1 {
 		k.failf("files.max_upload_bytes", "must be at least 1, got %d", c.Files.MaxUploadBytes)
@@ -399,7 +410,7 @@ func (c *Config) checkGuard(k *checker) {
 		key      string
 		v, limit int
 	}{{"guard.max_unanswered", g.MaxUnanswered, 1000}, {"guard.max_ratio", g.MaxRatio, 1000},
-		{"guard.max_cold_contacts", g.MaxColdContacts, 100000}} {
+		{"guard.max_cold_contacts", g.MaxColdContacts, 100000}, {"guard.max_availability_lookups", g.MaxAvailabilityLookups, 10000}} {
 		if n.v < 0 || n.v > n.limit {
 			k.failf(n.key, "must be from 0 (no cap) to %d, got %d", n.limit, n.v)
 		}

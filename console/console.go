@@ -19,10 +19,16 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/blueline-app/blueline/server"
+	"github.com/blueline-app/blueline/sse"
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -36,9 +42,13 @@ var staticFS embed.FS
 type Options struct {
 	DB  *storage.DB
 	Log *slog.Logger
-	// BaseURL is the API's public base URL, which login links start with.
-	BaseURL    string
-	SessionTTL time.Duration
+	// BaseURL is the API's public base URL, which login links start with;
+	// an https:// one means browsers reach the console over HTTPS.
+	BaseURL string
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For or
+	// Forwarded header names the client; none when empty.
+	TrustedProxies []netip.Prefix
+	SessionTTL     time.Duration
 	// LinkTTL is how long a login link works (default 5 minutes).
 	LinkTTL time.Duration
 	Version string
@@ -48,6 +58,11 @@ type Options struct {
 	Health func(context.Context) []server.Check
 	// TLS describes the certificates; nil when the API is plain HTTP.
 	TLS func() string
+	// StreamsPerSession is how many live chat streams one session may
+	// hold open at once, StreamLifetime how long each lasts before the
+	// browser reconnects; the API's defaults for keys when 0.
+	StreamsPerSession int
+	StreamLifetime    time.Duration
 }
 
 // Console serves the dashboard.
@@ -59,6 +74,8 @@ type Console struct {
 	logins *loginLimiter
 	now    func() time.Time
 	closed chan struct{} // closed by Close: live streams end
+	// streams counts each session's open live streams.
+	streams *sse.Slots
 
 	closeOnce  sync.Once
 	mu         sync.RWMutex
@@ -73,12 +90,18 @@ func New(opts Options) (*Console, error) {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
+	if opts.StreamsPerSession == 0 {
+		opts.StreamsPerSession = server.DefaultStreamsPerKey
+	}
+	if opts.StreamLifetime == 0 {
+		opts.StreamLifetime = server.DefaultStreamLifetime
+	}
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err
 	}
 	c := &Console{opts: opts, log: opts.Log, pages: pages, logins: newLoginLimiter(), now: time.Now,
-		closed: make(chan struct{})}
+		closed: make(chan struct{}), streams: sse.NewSlots(opts.StreamsPerSession)}
 	c.mux = c.routes()
 	return c, nil
 }
@@ -105,8 +128,7 @@ func (c *Console) handlers() (api, admin http.Handler) {
 
 func (c *Console) routes() *http.ServeMux {
 	m := http.NewServeMux()
-	static, _ := fs.Sub(staticFS, "static")
-	m.Handle("GET /dashboard/static/", http.StripPrefix("/dashboard/static/", staticFiles(http.FileServerFS(static))))
+	m.HandleFunc("GET /dashboard/static/{name}", c.static)
 	m.HandleFunc("GET /dashboard/login", c.loginPage)
 	m.HandleFunc("POST /dashboard/login", c.signIn)
 	m.HandleFunc("POST /dashboard/logout", c.signedIn(c.logout))
@@ -141,8 +163,7 @@ func (c *Console) routes() *http.ServeMux {
 // carries the session's CSRF token.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
-		"media-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("Content-Security-Policy", c.contentSecurityPolicy(r))
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")
@@ -160,14 +181,60 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 var crossOrigin = http.NewCrossOriginProtection()
 
-// staticFiles serves the embedded assets; they change only with the
-// binary, so a browser may keep them for a day.
-func staticFiles(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "public, max-age=86400")
-		next.ServeHTTP(w, r)
-	})
+// staticPath is where the console's own script and style are served,
+// and nothing else: not a file anyone uploads (those are at /files/).
+const staticPath = "/dashboard/static/"
+
+// static serves the embedded script and style, by their exact names only;
+// they change only with the binary, so a browser may keep them for a day.
+func (c *Console) static(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if name != "console.js" && name != "console.css" {
+		c.render(w, r, http.StatusNotFound, "error", nil, page{Title: "Not found", Error: "There is no page " + r.URL.Path + "."})
+		return
+	}
+	w.Header().Set("Cache-Control", "public, max-age=86400")
+	static, _ := fs.Sub(staticFS, "static")
+	http.ServeFileFS(w, r, static, name)
 }
+
+// contentSecurityPolicy is the pages' policy. Scripts and styles may come
+// from the console's two files only, named by their full URLs: 'self'
+// would also admit anything else the origin serves, an uploaded file's
+// download among them. The origin is the one the browser asked (its Host)
+// and the public URL's, for a proxy that passes another Host on.
+func (c *Console) contentSecurityPolicy(r *http.Request) string {
+	var origins []string
+	if validHost.MatchString(r.Host) {
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		origins = append(origins, scheme+"://"+strings.ToLower(r.Host))
+	}
+	if u, err := url.Parse(c.opts.BaseURL); err == nil && validHost.MatchString(u.Host) {
+		if o := u.Scheme + "://" + strings.ToLower(u.Host); !slices.Contains(origins, o) {
+			origins = append(origins, o)
+		}
+	}
+	sources := func(file string) string {
+		var out []string
+		for _, o := range origins {
+			out = append(out, o+staticPath+file)
+		}
+		if out == nil {
+			return "'none'"
+		}
+		return strings.Join(out, " ")
+	}
+	return "default-src 'none'; script-src " + sources("console.js") + "; style-src " + sources("console.css") +
+		"; img-src 'self' data:; media-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+}
+
+// validHost is a Host that can be written into the policy as it is: a
+// name or an address, with a port or not. net/http lets through a few
+// characters (";", ",", "'") that would change the policy's meaning.
+var validHost = regexp.MustCompile(`^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$`)
 
 func formatTime(ms int64) string {
 	if ms == 0 {

@@ -29,6 +29,7 @@ const (
 
 type env struct {
 	t     *testing.T
+	d     *daemontest.Daemon
 	base  string
 	admin *server.AdminClient
 }
@@ -36,7 +37,7 @@ type env struct {
 func start(t *testing.T, extra string) *env {
 	t.Helper()
 	d := daemontest.Start(t, extra)
-	return &env{t: t, base: d.URL(), admin: d.Admin()}
+	return &env{t: t, d: d, base: d.URL(), admin: d.Admin()}
 }
 
 func (e *env) adminDo(method, path string, in, out any) error {
@@ -46,6 +47,16 @@ func (e *env) adminDo(method, path string, in, out any) error {
 // link asks the admin socket for a login link and returns its token.
 func (e *env) link(owner string) string {
 	e.t.Helper()
+	u := e.linkURL(owner)
+	if "http://"+u.Host != e.base {
+		e.t.Fatalf("login link %s: want %s/dashboard/login?token=…", u, e.base)
+	}
+	return u.Query().Get("token")
+}
+
+// linkURL asks the admin socket for a login link.
+func (e *env) linkURL(owner string) *url.URL {
+	e.t.Helper()
 	var out struct {
 		URL string `json:"url"`
 	}
@@ -53,10 +64,10 @@ func (e *env) link(owner string) string {
 		e.t.Fatal(err)
 	}
 	u, err := url.Parse(out.URL)
-	if err != nil || u.Path != "/dashboard/login" || "http://"+u.Host != e.base {
-		e.t.Fatalf("login link %q: want %s/dashboard/login?token=…", out.URL, e.base)
+	if err != nil || u.Path != "/dashboard/login" || u.Query().Get("token") == "" {
+		e.t.Fatalf("login link %q: want …/dashboard/login?token=…", out.URL)
 	}
-	return u.Query().Get("token")
+	return u
 }
 
 // browser is an HTTP client with cookies that does not follow redirects,
@@ -150,7 +161,7 @@ func TestSignInWithALink(t *testing.T) {
 	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode || cookie.Path != "/dashboard/" || cookie.Secure {
 		t.Fatalf("session cookie %+v: want HttpOnly, SameSite=Strict, Path=/dashboard/, not Secure over plain HTTP", cookie)
 	}
-	if a := b.do("GET", "/dashboard/", nil); a.status != 200 || !strings.Contains(a.body, "<h1>Overview</h1>") {
+	if a := b.do("GET", "/dashboard/", nil); a.status != 200 || !strings.Contains(a.body, "<h1><bdi>Overview</bdi></h1>") {
 		t.Fatalf("signed in, GET /dashboard/: %d", a.status)
 	}
 	// Once only.
@@ -219,7 +230,7 @@ func TestSecurityHeaders(t *testing.T) {
 	for _, path := range []string{"/dashboard/login", "/dashboard/static/console.js"} {
 		a := b.do("GET", path, nil)
 		csp := a.header.Get("Content-Security-Policy")
-		for _, want := range []string{"default-src 'none'", "script-src 'self'", "frame-ancestors 'none'", "form-action 'self'"} {
+		for _, want := range []string{"default-src 'none'", "script-src " + e.base + "/dashboard/static/console.js;", "frame-ancestors 'none'", "form-action 'self'"} {
 			if !strings.Contains(csp, want) {
 				t.Errorf("%s: Content-Security-Policy %q lacks %q", path, csp, want)
 			}

@@ -54,7 +54,7 @@ func TestOverviewPointsAnUnhealthyLineToDoctor(t *testing.T) {
 
 	b := e.browser()
 	b.signIn("")
-	row := regexp.MustCompile(`(?s)<tr>\s*<td><strong>([^<]+)</strong>.*?</tr>`)
+	row := regexp.MustCompile(`(?s)<tr>\s*<td><strong><bdi>([^<]+)</bdi></strong>.*?</tr>`)
 	hint := "run <code>blueline doctor</code> on the host"
 	testkit.Eventually(t, 10*time.Second, func() bool {
 		return strings.Contains(b.do("GET", "/dashboard/", nil).body, "Automation denied")

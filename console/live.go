@@ -2,22 +2,33 @@ package console
 
 import (
 	"bytes"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/blueline-app/blueline/sse"
+	"github.com/blueline-app/blueline/storage"
 )
 
 // keepAlive is how often an idle live stream sends a comment, so that
 // proxies do not close it.
 const keepAlive = 25 * time.Second
 
+// liveBusyRetry is the Retry-After of a live stream refused because its
+// session has all its streams open.
+const liveBusyRetry = 30 * time.Second
+
 // chatLive streams a chat's messages as server-sent events: each time
 // something happens in the chat (a message, a reaction, an edit, a
 // receipt), one "messages" event with the chat's messages rendered anew,
 // which the page puts in place. It resumes after the event the page was
 // rendered at, so that nothing between the page and the stream is missed.
+//
+// A stream holds its session for as long as it is open: it ends when the
+// session does (signing out, `blueline dashboard signout`, expiry), a
+// session holds at most StreamsPerSession at once, and each ends after
+// StreamLifetime (the browser reconnects with Last-Event-ID).
 func (c *Console) chatLive(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	// A browser reconnecting says where it got to.
@@ -30,16 +41,26 @@ func (c *Console) chatLive(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, err)
 		return
 	}
-	flusher, ok := w.(http.Flusher)
+	// Taken before the session is checked again, so that an end between
+	// the check and the wait is not missed.
+	revoked := c.opts.DB.Revoked()
+	s, ok := c.session(r)
 	if !ok {
-		// Through wrappers that hide it, ResponseController still finds it.
-		flusher = flushFunc(func() { http.NewResponseController(w).Flush() })
+		c.render(w, r, http.StatusUnauthorized, "error", nil, page{Title: "Signed out", Error: "Your session has ended: sign in again."})
+		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	fmt.Fprint(w, ": live\n\n")
-	flusher.Flush()
+	release, ok := c.streams.Take(s.ID)
+	if !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(liveBusyRetry.Seconds())))
+		c.render(w, r, http.StatusTooManyRequests, "error", &s, page{Title: "Too many live views",
+			Error: "This session has " + strconv.Itoa(c.opts.StreamsPerSession) + " live views open, the most it may: close one."})
+		return
+	}
+	defer release()
+	end := time.NewTimer(min(c.opts.StreamLifetime, time.UnixMilli(s.ExpiresAt).Sub(c.now())))
+	defer end.Stop()
+
+	sw := sse.Start(w, "live")
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
 	for {
@@ -48,6 +69,14 @@ func (c *Console) chatLive(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			c.log.Error("dashboard live", "err", err)
 			return
+		}
+		// Checked after the read: nothing committed after the session
+		// ended is shown on it.
+		if storage.Fired(revoked) {
+			revoked = c.opts.DB.Revoked()
+			if _, ok := c.session(r); !ok {
+				return
+			}
 		}
 		touched := false
 		for _, e := range events {
@@ -65,12 +94,14 @@ func (c *Console) chatLive(w http.ResponseWriter, r *http.Request) {
 				c.log.Error("dashboard live: render", "err", err)
 				return
 			}
-			fmt.Fprintf(w, "event: messages\nid: %d\n", after)
-			for line := range strings.Lines(buf.String()) {
-				fmt.Fprintf(w, "data: %s\n", strings.TrimRight(line, "\r\n"))
+			// html/template leaves a CR in text as it is; the event's
+			// data would bring it back as LF. A character reference
+			// keeps it, in text and attribute values alike.
+			html := strings.ReplaceAll(buf.String(), "\r", "&#13;")
+			if err := sw.Event(strconv.FormatUint(after, 10), "messages", html); err != nil {
+				return
 			}
-			fmt.Fprint(w, "\n")
-			flusher.Flush()
+			sw.Flush()
 		}
 		if len(events) == 1000 {
 			continue // more are waiting
@@ -78,8 +109,11 @@ func (c *Console) chatLive(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-changed:
 		case <-tick.C:
-			fmt.Fprint(w, ": keep-alive\n\n")
-			flusher.Flush()
+			sw.Comment("keep-alive")
+			sw.Flush()
+		case <-revoked: // checked above
+		case <-end.C:
+			return
 		case <-r.Context().Done():
 			return
 		case <-c.closed:
@@ -87,7 +121,3 @@ func (c *Console) chatLive(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 }
-
-type flushFunc func()
-
-func (f flushFunc) Flush() { f() }

@@ -75,11 +75,16 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, err)
 		return
 	}
+	sc, err := c.scopeOf(r, lines)
+	if err != nil {
+		c.fail(w, r, nil, err)
+		return
+	}
 	var checks []server.Check
 	if c.opts.Health != nil {
 		checks = c.opts.Health(ctx)
 	}
-	last, err := c.lastTraffic(ctx)
+	last, err := c.lastTraffic(ctx, sc)
 	if err != nil {
 		c.fail(w, r, nil, err)
 		return
@@ -101,22 +106,11 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 			workers = append(workers, ch)
 		}
 	}
-	queues, err := c.opts.DB.QueueStats(ctx)
-	if err != nil {
-		c.fail(w, r, nil, err)
-		return
-	}
 	dayAgo := c.now().Add(-24 * time.Hour).UnixMilli()
-	failed, _, err := c.opts.DB.RecentOutbox(ctx, storage.OutboxFilter{Status: storage.StatusFailed}, "", 1000, 20000)
+	queues, failedToday, err := c.outboxFigures(ctx, sc, dayAgo)
 	if err != nil {
 		c.fail(w, r, nil, err)
 		return
-	}
-	failedToday := 0
-	for _, it := range failed {
-		if it.CreatedAt >= dayAgo {
-			failedToday++
-		}
 	}
 	data := map[string]any{
 		"Lines": rows, "Workers": workers, "Queues": queues, "FailedToday": failedToday,
@@ -126,28 +120,121 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	if c.opts.TLS != nil {
 		data["TLS"] = c.opts.TLS()
 	}
-	if currentSession(ctx).Owner == "" {
-		// Webhook attempts are the operator's: an owner sees their own
-		// webhooks' on the Webhooks page.
-		var attempts api.List[storage.Attempt]
-		if err := c.call(r, true, "GET", "/webhooks/attempts?limit=1000", nil, &attempts); err != nil {
+	// Webhook attempts: the operator's are every webhook's; an owner's,
+	// those of the webhooks the owner may see.
+	attemptsOf := []string{""}
+	if sc != nil {
+		hooks, err := c.visibleWebhooks(r, lines)
+		if err != nil {
 			c.fail(w, r, nil, err)
 			return
 		}
-		n := 0
+		attemptsOf = attemptsOf[:0]
+		for _, h := range hooks {
+			attemptsOf = append(attemptsOf, h.ID)
+		}
+		if queues.WebhookDeliveries, err = c.opts.DB.WaitingDeliveries(ctx, attemptsOf...); err != nil {
+			c.fail(w, r, nil, err)
+			return
+		}
+		data["Queues"] = queues
+	}
+	n := 0
+	for _, id := range attemptsOf {
+		var attempts api.List[storage.Attempt]
+		if err := c.call(r, true, "GET", "/webhooks/attempts?limit=1000&webhook="+url.QueryEscape(id), nil, &attempts); err != nil {
+			c.fail(w, r, nil, err)
+			return
+		}
 		for _, a := range attempts.Data {
 			if a.At >= dayAgo && a.Error != "" {
 				n++
 			}
 		}
-		data["WebhookFailures"] = n
 	}
+	data["WebhookFailures"] = n
 	c.render(w, r, http.StatusOK, "overview", nil, page{Title: "Overview", Data: data})
 }
 
+// scope is what an owner's session may count on the overview, as the API
+// lists it for the session: its lines, and on the sandbox line only the
+// owner's own chats. The operator's overview has none: it counts all.
+type scope struct {
+	lines        map[string]bool // line IDs
+	sandboxLines map[string]bool // those of them that are the sandbox's
+	sandbox      map[string]bool // the owner's chat IDs on the sandbox line
+}
+
+func (c *Console) scopeOf(r *http.Request, lines []api.Line) (*scope, error) {
+	if currentSession(r.Context()).Owner == "" {
+		return nil, nil
+	}
+	sc := &scope{lines: map[string]bool{}, sandboxLines: map[string]bool{}, sandbox: map[string]bool{}}
+	for _, l := range lines {
+		sc.lines[l.ID] = true
+		if !l.IsSandbox {
+			continue
+		}
+		sc.sandboxLines[l.ID] = true
+		// An owner has one sandbox chat, paired with one phone: a page holds it.
+		var chats api.List[api.Chat]
+		if err := c.call(r, false, "GET", "/v1/chats?limit=100&from="+url.QueryEscape(l.Handle), nil, &chats); err != nil {
+			return nil, err
+		}
+		for _, ch := range chats.Data {
+			sc.sandbox[ch.ID] = true
+		}
+	}
+	return sc, nil
+}
+
+// sees reports whether what happened in a chat of a line counts; a nil
+// scope counts everything.
+func (sc *scope) sees(lineID, chatID string) bool {
+	if sc == nil {
+		return true
+	}
+	if sc.sandboxLines[lineID] {
+		return sc.sandbox[chatID]
+	}
+	return sc.lines[lineID]
+}
+
+// outboxFigures are the outbox's items waiting and being sent, and those
+// failed since dayAgo, within sc.
+func (c *Console) outboxFigures(ctx context.Context, sc *scope, dayAgo int64) (storage.QueueStats, int, error) {
+	var queues storage.QueueStats
+	var err error
+	if sc == nil {
+		if queues, err = c.opts.DB.QueueStats(ctx); err != nil {
+			return queues, 0, err
+		}
+	}
+	count := func(status string, since int64) (int, error) {
+		items, _, err := c.opts.DB.RecentOutbox(ctx, storage.OutboxFilter{Status: status}, "", 1000, 20000)
+		n := 0
+		for _, it := range items {
+			if it.CreatedAt >= since && sc.sees(it.LineID, it.ChatID) {
+				n++
+			}
+		}
+		return n, err
+	}
+	failed, err := count(storage.StatusFailed, dayAgo)
+	if err != nil || sc == nil {
+		return queues, failed, err
+	}
+	if queues.OutboxPending, err = count(storage.StatusPending, 0); err != nil {
+		return queues, failed, err
+	}
+	queues.OutboxClaimed, err = count(storage.StatusClaimed, 0)
+	return queues, failed, err
+}
+
 // lastTraffic finds each line's last message received and sent among the
-// recent events: [0] inbound, [1] outbound (Unix ms, 0 for none seen).
-func (c *Console) lastTraffic(ctx context.Context) (map[string][2]int64, error) {
+// recent events within sc: [0] inbound, [1] outbound (Unix ms, 0 for none
+// seen).
+func (c *Console) lastTraffic(ctx context.Context, sc *scope) (map[string][2]int64, error) {
 	const window = 5000
 	last, err := c.opts.DB.LastEventSeq(ctx)
 	if err != nil {
@@ -159,6 +246,9 @@ func (c *Console) lastTraffic(ctx context.Context) (map[string][2]int64, error) 
 	}
 	out := map[string][2]int64{}
 	for _, e := range events {
+		if !sc.sees(e.LineID, e.ChatID) {
+			continue
+		}
 		t := out[e.LineID]
 		switch e.Name {
 		case storage.EventMessageReceived:

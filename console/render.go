@@ -50,6 +50,10 @@ var funcs = template.FuncMap{
 		}
 		return *v
 	},
+	// isolate keeps text a page shows where no element can (the window's
+	// title) from reordering what follows it: between FIRST STRONG ISOLATE
+	// and POP DIRECTIONAL ISOLATE, as <bdi> does elsewhere.
+	"isolate":   func(s string) string { return "\u2068" + s + "\u2069" },
 	"has":       func(list []string, s string) bool { return slices.Contains(list, s) },
 	"join":      strings.Join,
 	"hasPrefix": strings.HasPrefix,

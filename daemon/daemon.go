@@ -159,8 +159,9 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	var con *console.Console
 	if cfg.Dashboard.On() {
 		conOpts := console.Options{
-			DB: db, Log: log, BaseURL: bound.PublicBaseURL(), SessionTTL: cfg.Dashboard.SessionTTL.Duration,
+			DB: db, Log: log, BaseURL: bound.PublicBaseURL(), TrustedProxies: cfg.Server.Proxies(), SessionTTL: cfg.Dashboard.SessionTTL.Duration,
 			Version: o.version, Started: started, Health: ready,
+			StreamsPerSession: cfg.Limits.StreamsPerKey, StreamLifetime: cfg.Limits.StreamLifetime.Duration,
 		}
 		if apiLn.tls != nil {
 			conOpts.TLS = apiLn.tls.State
@@ -188,6 +189,8 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 		Ready:           ready,
 		Metrics:         mtr,
 		BodyIdleTimeout: cfg.Limits.BodyIdleTimeout.Duration,
+		StreamsPerKey:   cfg.Limits.StreamsPerKey,
+		StreamLifetime:  cfg.Limits.StreamLifetime.Duration,
 	}
 	if con != nil {
 		srvOpts.Dashboard = con
@@ -195,8 +198,12 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	// MCP for agents at /mcp: its tools call the API's own handler in
 	// process (set once the server is built), as the request's key.
 	var apiHandler http.Handler
+	var srv *server.Server
 	mcpHandler := mcpserver.NewHandler(mcpserver.HandlerOptions{
-		API:              http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { apiHandler.ServeHTTP(w, r) }),
+		API: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { apiHandler.ServeHTTP(w, r) }),
+		CheckKey: func(ctx context.Context, authorization string, scopes ...string) error {
+			return clientError(srv.CheckKey(ctx, authorization, scopes...))
+		},
 		AllowPrivateURLs: cfg.Webhooks.AllowPrivateNetworks,
 		RequestsPerHour:  cfg.Limits.RequestsPerHour,
 		SandboxQuota:     cfg.Sandbox.DailyQuota,
@@ -205,20 +212,23 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 		Log:              log,
 	})
 	srvOpts.MCP = mcpHandler
-	srv := server.New(db, receiver, store, srvOpts, log)
+	srv = server.New(db, receiver, store, srvOpts, log)
 	apiHandler = srv.Handler()
-	adminLn, err := server.ListenAdmin(cfg.DataDir())
+	adminLn, err := server.ListenAdmin(cfg.DataDir(), log)
 	if err != nil {
 		apiLn.Close()
 		return nil, err
 	}
 	// The API may face the internet: at most max_connections connections
-	// (more wait to be accepted), heads of at most 64 KiB read within 10 s,
-	// bodies cut off when nothing arrives for body_idle_timeout.
+	// (more wait to be accepted), of which unauthenticated ones, and those
+	// of any one address, may hold only a share; heads of at most 64 KiB
+	// read within 10 s, bodies cut off when nothing arrives for
+	// body_idle_timeout.
+	connLimits := server.ConnLimits{Max: cfg.Limits.MaxConnections, TrustedProxies: cfg.Server.Proxies(), Log: log}
 	if apiLn.tls != nil {
-		apiLn.tls.LimitConnections(cfg.Limits.MaxConnections)
+		apiLn.tls.LimitConnections(connLimits)
 	} else {
-		apiLn.plain = server.LimitListener(apiLn.plain, cfg.Limits.MaxConnections)
+		apiLn.plain = server.LimitListener(apiLn.plain, connLimits)
 	}
 	d := &Daemon{
 		log: log, db: db, lines: lines, sim: network, bridges: bridges, files: store, receiver: receiver,

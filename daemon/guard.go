@@ -17,7 +17,7 @@ type guardSet map[string]server.GuardPolicy
 func guardPolicies(cfg *config.Config, lines []storage.Line) guardSet {
 	g := cfg.Guard
 	base := server.GuardPolicy{Pace: g.Pace.Duration, MaxUnanswered: g.MaxUnanswered, MaxRatio: g.MaxRatio,
-		MaxColdContacts: g.MaxColdContacts, ColdAfter: g.ColdAfter.Duration}
+		MaxColdContacts: g.MaxColdContacts, ColdAfter: g.ColdAfter.Duration, MaxAvailabilityLookups: g.MaxAvailabilityLookups}
 	set := guardSet{}
 	for _, l := range lines {
 		p := base

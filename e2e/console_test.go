@@ -145,8 +145,11 @@ func TestConsoleInABrowser(t *testing.T) {
 	td := startTestDaemon(t, webhookConfig(t, rc, ""))
 	b := newBrowser(t)
 
+	// The link opens a page with a button, which a person presses: nothing
+	// signs in by itself (TestSignInNeedsTheButton).
 	link := strings.TrimSpace(td.mustCLI("dashboard", "--no-open"))
-	b.do("sign in with the link", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("nav[aria-label=Main]")))
+	b.do("sign in with the link", chromedp.Navigate(link), chromedp.Click(chromedp.CSS("#link-login button")),
+		chromedp.WaitVisible(chromedp.CSS("nav[aria-label=Main]")))
 	if h := b.text("overview", "h1"); h != "Overview" {
 		t.Fatalf("after sign-in the page is %q, want the overview", h)
 	}
@@ -158,7 +161,8 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	b.phoneWidth("the overview")
 	// The link is spent.
-	b.do("reuse the link", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS(".error")))
+	b.do("reuse the link", chromedp.Navigate(link), chromedp.Click(chromedp.CSS("#link-login button")),
+		chromedp.WaitVisible(chromedp.CSS(".error")))
 	if got := b.text("reused link", ".error"); !strings.Contains(got, "unknown, used or expired") {
 		t.Errorf("a used link says %q", got)
 	}

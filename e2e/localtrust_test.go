@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -41,7 +40,7 @@ func longDataConfig(t *testing.T) (cfgPath, dataDir string) {
 
 // plantFolder makes the fallback folder as someone else would: another
 // user's when the tests run as root, else ours with a wider mode. It returns
-// what the refusal must say.
+// what is wrong with it, as a refusal (or warning) says.
 func plantFolder(t *testing.T, folder string) string {
 	t.Helper()
 	if err := os.Mkdir(folder, 0o755); err != nil {
@@ -62,27 +61,52 @@ func plantFolder(t *testing.T, folder string) string {
 	return "belongs to uid 65534"
 }
 
-func TestDaemonRefusesPlantedSocketFolder(t *testing.T) {
+// A planted folder does not keep the daemon from starting, which would let
+// any local user stop the service: `serve` leaves the folder alone, listens
+// in a folder of its own and says where, and the CLI reaches it there.
+func TestDaemonStartsDespitePlantedSocketFolder(t *testing.T) {
 	testkit.SharedTempDir(t)
 	cfgPath, dataDir := longDataConfig(t)
 	sock := server.AdminSocketPath(dataDir)
 	folder := filepath.Dir(sock)
 	want := plantFolder(t, folder)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errOut bytes.Buffer
-	code := cli.Run(ctx, cli.Build{}, []string{"serve", "--config", cfgPath}, nil, &out, &errOut)
-	if code != 1 {
-		t.Fatalf("serve on a planted folder: exit %d\n%s", code, errOut.String())
+	var logs testkit.LogBuffer
+	exited := make(chan int, 1)
+	go func() {
+		exited <- cli.Run(ctx, cli.Build{}, []string{"serve", "--config", cfgPath}, nil, io.Discard, &logs)
+	}()
+	testkit.Eventually(t, 30*time.Second, func() bool { return len(exited) > 0 || strings.Contains(logs.String(), "blueline serving") })
+	select {
+	case code := <-exited:
+		t.Fatalf("serve with a planted socket folder exited %d:\n%s", code, logs.String())
+	default:
 	}
-	for _, s := range []string{"blueline: refusing to start: the admin socket's folder " + folder, want, "shorter path"} {
-		if !strings.Contains(errOut.String(), s) {
-			t.Errorf("serve said %q, which lacks %q", errOut.String(), s)
+	moved := server.AdminSocketPath(dataDir)
+	if moved == sock || !strings.HasPrefix(moved, folder+"-") {
+		t.Fatalf("the CLI looks for the socket at %s", moved)
+	}
+	for _, s := range []string{"level=WARN", folder, want, "admin_socket=" + moved, "rm -r " + folder} {
+		if !strings.Contains(logs.String(), s) {
+			t.Errorf("serve logged %q, which lacks %q", logs.String(), s)
 		}
+	}
+	if out, errOut, code := runCLI("keys", "create", "--label", "moved", "--config", cfgPath); code != 0 || !strings.HasPrefix(out, "sk_live_") {
+		t.Fatalf("keys create with the socket moved: exit %d %q %q", code, out, errOut)
 	}
 	if _, err := os.Lstat(sock); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a socket was made in the planted folder: %v", err)
+	}
+	cancel()
+	select {
+	case code := <-exited:
+		if code != 0 {
+			t.Fatalf("serve exited %d\n%s", code, logs.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
 	}
 
 	// Without it, the daemon makes its own folder and the CLI reaches it.

@@ -2,8 +2,10 @@ package mcpserver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -12,6 +14,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -79,24 +82,28 @@ func (t *tools) attachPath(ctx context.Context, c *client.Client, p string) (str
 	return file.ID, nil
 }
 
+// attachURL fetches a URL and uploads what it answers. A failure says only
+// that the URL could not be fetched and the kind of reason (fetchReason):
+// never an address, a resolver's words or anything the far end sent, which
+// would let an agent (or a contact steering it) map the daemon's network.
 func (t *tools) attachURL(ctx context.Context, c *client.Client, raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
-		return "", fmt.Errorf("attachment: %q is not a URL", raw)
+		return "", errors.New("attachment: not an http(s) URL")
 	}
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return "", fmt.Errorf("attachment: %w", err)
+		return "", errors.New("attachment: not an http(s) URL")
 	}
 	resp, err := t.fetcher().Do(req)
 	if err != nil {
-		return "", fmt.Errorf("attachment: fetching %s: %w", u.Redacted(), err)
+		return "", fetchFailed(fetchReason(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("attachment: fetching %s answered %s", u.Redacted(), resp.Status)
+		return "", fetchFailed(fmt.Sprintf("HTTP %d", resp.StatusCode))
 	}
 	name := path.Base(resp.Request.URL.Path)
 	if name == "/" || name == "." {
@@ -106,11 +113,81 @@ func (t *tools) attachURL(ctx context.Context, c *client.Client, raw string) (st
 	if err != nil || strings.HasPrefix(mt, "application/octet-stream") {
 		mt = mediatype.ByName(name)
 	}
-	file, err := c.Files.Upload(ctx, name, resp.Body, mt)
+	body := &fetchBody{r: resp.Body}
+	file, err := c.Files.Upload(ctx, name, body, mt)
+	if ferr := body.failure(); ferr != nil {
+		return "", fetchFailed(fetchReason(ferr))
+	}
+	if e, ok := errors.AsType[*client.Error](err); ok && e.Code == "file_too_large" {
+		return "", fetchFailed("too large (" + e.Message + ")")
+	}
 	if err != nil {
 		return "", apiError(err)
 	}
 	return file.ID, nil
+}
+
+// fetchFailed is the error of an attachment URL that could not be fetched.
+func fetchFailed(reason string) error {
+	return errors.New("attachment: the URL could not be fetched: " + reason)
+}
+
+// fetchReason names the kind of a fetch's failure without its details.
+func fetchReason(err error) string {
+	var (
+		dnsErr  *net.DNSError
+		netErr  net.Error
+		certErr *tls.CertificateVerificationError
+		recErr  tls.RecordHeaderError
+		alert   tls.AlertError
+	)
+	switch {
+	case errors.Is(err, errPrivate):
+		return "not a public address"
+	case errors.Is(err, errTooManyRedirects):
+		return "too many redirects"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return "timed out"
+	case errors.Is(err, context.Canceled):
+		return "the call was cancelled"
+	case errors.As(err, &dnsErr):
+		return "its host name did not resolve"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.As(err, &certErr):
+		return "its TLS certificate could not be verified"
+	case errors.As(err, &recErr), errors.As(err, &alert):
+		return "the TLS handshake failed"
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET):
+		return "the connection was cut off"
+	}
+	return "the connection failed"
+}
+
+// fetchBody is a fetched body being uploaded; it keeps the first error of
+// reading it, which the upload's own error would otherwise carry (or hide).
+type fetchBody struct {
+	r   io.Reader
+	mu  sync.Mutex // the in-process API reads it on a goroutine of its own
+	err error
+}
+
+func (b *fetchBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		b.mu.Lock()
+		if b.err == nil {
+			b.err = err
+		}
+		b.mu.Unlock()
+	}
+	return n, err
+}
+
+func (b *fetchBody) failure() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
 }
 
 // fetcher is the HTTP client that fetches attachments: no proxy, and every
@@ -120,11 +197,25 @@ func (t *tools) fetcher() *http.Client {
 	if !t.opts.AllowPrivateURLs {
 		d.Control = checkDial
 	}
-	return &http.Client{Transport: &http.Transport{
-		DialContext: d.DialContext, TLSHandshakeTimeout: 10 * time.Second, ResponseHeaderTimeout: 30 * time.Second,
-		DisableKeepAlives: true,
-	}}
+	return &http.Client{
+		Transport: &http.Transport{
+			DialContext: d.DialContext, TLSHandshakeTimeout: 10 * time.Second, ResponseHeaderTimeout: 30 * time.Second,
+			DisableKeepAlives: true,
+		},
+		// net/http's own limit is the same, in words that cannot be told
+		// from other failures.
+		CheckRedirect: func(_ *http.Request, via []*http.Request) error {
+			if len(via) >= maxRedirects {
+				return errTooManyRedirects
+			}
+			return nil
+		},
+	}
 }
+
+const maxRedirects = 10
+
+var errTooManyRedirects = errors.New("too many redirects")
 
 // errPrivate refuses an address that is not globally reachable.
 var errPrivate = errors.New("not a public address; attachments are fetched from public addresses only")

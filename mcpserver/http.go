@@ -35,6 +35,10 @@ type HandlerOptions struct {
 	// MaxBodyBytes bounds an MCP request's body; 0 is the SDK's default.
 	MaxBodyBytes int64
 	Log          *slog.Logger
+	// CheckKey tells whether the key of an Authorization header's value
+	// may make API requests that need scopes now (Options.Check); nil
+	// checks nothing first.
+	CheckKey func(ctx context.Context, authorization string, scopes ...string) error
 }
 
 // Handler serves MCP over streamable HTTP. It expects requests that were
@@ -56,6 +60,16 @@ func NewHandler(opts HandlerOptions) *Handler {
 	h := &Handler{done: make(chan struct{})}
 	rt := InProcess(opts.API)
 	hc := &http.Client{Transport: rt}
+	var check func(ctx context.Context, req *mcp.CallToolRequest, scopes ...string) error
+	if opts.CheckKey != nil {
+		check = func(ctx context.Context, req *mcp.CallToolRequest, scopes ...string) error {
+			var authorization string
+			if req.Extra != nil && req.Extra.Header != nil {
+				authorization = req.Extra.Header.Get("Authorization")
+			}
+			return opts.CheckKey(ctx, authorization, scopes...)
+		}
+	}
 	srv := New(Options{
 		Client: func(req *mcp.CallToolRequest) (*client.Client, error) {
 			key := ""
@@ -68,6 +82,7 @@ func NewHandler(opts HandlerOptions) *Handler {
 			return client.New(inProcessBase, client.WithAPIKey(strings.TrimSpace(key)), client.WithHTTPClient(hc),
 				client.WithUserAgent("blueline-mcp/"+opts.Version)), nil
 		},
+		Check:            check,
 		AllowPrivateURLs: opts.AllowPrivateURLs,
 		RequestsPerHour:  opts.RequestsPerHour,
 		SandboxQuota:     opts.SandboxQuota,

@@ -31,6 +31,14 @@ import (
 type Options struct {
 	// Client returns the API client a tool call acts through (required).
 	Client func(req *mcp.CallToolRequest) (*client.Client, error)
+	// Check, when set, is asked before send_message fetches an
+	// attachment's URL (or reads a local file) whether the call's key may
+	// make requests that need scopes now: its refusal (an API error, as
+	// the client returns them) ends the call before anything is fetched.
+	// The HTTP endpoint sets it, so that a key that could not send
+	// cannot make the daemon fetch URLs; nil checks nothing first (the
+	// stdio server fetches on the agent's own machine).
+	Check func(ctx context.Context, req *mcp.CallToolRequest, scopes ...string) error
 	// AttachDir, when set, lets send_message attach files under this
 	// folder of the machine the server runs on, by path. Empty refuses
 	// every local path: a contact could otherwise talk an agent into
@@ -286,7 +294,7 @@ func (t *tools) add(s *mcp.Server) {
 		Description: "Wait for the next message a contact writes in a chat (or in any chat of the line), up to timeout_seconds. " +
 			"Only messages contacts wrote are returned, never the line's own. Pass the cursor of the previous call " +
 			"(or read_messages' wait_cursor) so nothing that arrived between calls is missed. On timed_out, wait again or stop; " +
-			"answering is up to you, once per message. Needs a key with the webhooks:read scope (it follows the API's event stream)."}, t.wait)
+			"answering is up to you, once per message. Needs a key with the webhooks:read and messages:read scopes (it follows the API's event stream, one of the key's few streams while it waits)."}, t.wait)
 }
 
 func (t *tools) listLines(ctx context.Context, req *mcp.CallToolRequest, _ ListLinesInput) (*mcp.CallToolResult, ListLinesOutput, error) {
@@ -368,6 +376,12 @@ func (t *tools) sendMessage(ctx context.Context, req *mcp.CallToolRequest, in Se
 	}
 	p := client.MessageSendParams{From: in.Line, To: in.To, Text: in.Text, ReplyTo: in.ReplyTo, IdempotencyKey: in.IdempotencyKey}
 	if in.Attachment != "" {
+		if !strings.HasPrefix(in.Attachment, "file_") && t.opts.Check != nil {
+			// The upload and the send would need these.
+			if err := t.opts.Check(ctx, req, "files:write", "messages:write"); err != nil {
+				return nil, Outbox{}, apiError(err)
+			}
+		}
 		id, err := t.attach(ctx, c, in.Attachment)
 		if err != nil {
 			return nil, Outbox{}, err

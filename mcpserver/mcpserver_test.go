@@ -431,3 +431,37 @@ func TestAttachments(t *testing.T) {
 	none := td.stdioAgent(mcpserver.Options{})
 	toolError(t, none, "send_message", send(none, filepath.Join(dir, "menu.txt")))
 }
+
+// TestAttachmentURLFailures: a URL that cannot be fetched is told as such,
+// with the kind of reason only.
+func TestAttachmentURLFailures(t *testing.T) {
+	td := &testDaemon{Daemon: daemontest.Start(t, "[files]\nmax_upload_bytes = 16\n"), t: t}
+	td.Inbound(mainLine, alice, "send me the menu")
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/big.txt":
+			io.WriteString(w, strings.Repeat("soup ", 20))
+		case "/cut.txt":
+			w.Header().Set("Content-Length", "100")
+			io.WriteString(w, "soup")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer site.Close()
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+
+	agent := td.stdioAgent(mcpserver.Options{AllowPrivateURLs: true})
+	for url, want := range map[string]string{
+		site.URL + "/gone.txt":   "HTTP 404",
+		site.URL + "/big.txt":    "too large (",
+		site.URL + "/cut.txt":    "the connection was cut off",
+		closed.URL + "/menu.txt": "connection refused",
+	} {
+		msg := toolError(t, agent, "send_message", map[string]any{"line": mainLine, "to": alice, "attachment": url})
+		if !strings.HasPrefix(msg, "attachment: the URL could not be fetched: "+want) || strings.Contains(msg, "127.0.0.1") {
+			t.Errorf("%s: %q, want the reason %q and no address", url, msg, want)
+		}
+	}
+}

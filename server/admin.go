@@ -99,10 +99,12 @@ func (s *Server) adminCreateKey(w http.ResponseWriter, r *http.Request) error {
 	for _, v := range req.Lines {
 		v = strings.TrimSpace(v)
 		l, ok := s.db.LineByID(v)
-		if !ok {
-			if h, err := handle.Normalize(v); err == nil {
-				l, ok = s.db.LineByHandle(h)
+		if !ok && !strings.HasPrefix(v, "ln_") {
+			h, err := handle.Normalize(v)
+			if err != nil {
+				return errHandle("lines", v, err)
 			}
+			l, ok = s.db.LineByHandle(h)
 		}
 		if !ok {
 			return errNotFound("line_not_found", "lines", "No line %q on this server.", v)
@@ -174,7 +176,7 @@ type SimInbound struct {
 func (s *Server) simLine(value string) (storage.Line, error) {
 	lh, err := handle.Normalize(value)
 	if err != nil {
-		return storage.Line{}, errInvalid("line", "--line must be a line's handle.")
+		return storage.Line{}, errHandle("line", value, err)
 	}
 	line, ok := s.db.LineByHandle(lh)
 	if !ok {
@@ -194,7 +196,7 @@ func (s *Server) simContact(lineValue, fromValue string) (storage.Line, string, 
 	}
 	from, err := handle.Normalize(fromValue)
 	if err != nil {
-		return line, "", errInvalid("from", "--from must be a phone number or account-ID handle.")
+		return line, "", errHandle("from", fromValue, err)
 	}
 	if from == line.Handle {
 		return line, "", errInvalid("from", "A contact cannot have the line's own handle.")
@@ -263,8 +265,11 @@ func (s *Server) adminSimInbound(w http.ResponseWriter, r *http.Request) error {
 		members := []string{}
 		for _, p := range req.Participants {
 			h, err := handle.Normalize(p)
-			if err != nil || h == line.Handle {
-				return errInvalid("participants", "Participant %q is not a contact's handle.", p)
+			if err != nil {
+				return errHandle("participants", p, err)
+			}
+			if h == line.Handle {
+				return errInvalid("participants", "Participant %q is the line itself, not a contact.", p)
 			}
 			members = append(members, h)
 		}
@@ -590,7 +595,7 @@ func (s *Server) adminSimGroup(w http.ResponseWriter, r *http.Request) error {
 	}
 	by, err := handle.Normalize(req.By)
 	if err != nil {
-		return errInvalid("by", "--by must be a member's handle, or the line's own.")
+		return errHandle("by", req.By, err)
 	}
 	member := func(h string) bool { return h == line.Handle || slices.Contains(c.Participants, h) }
 	if !member(by) {
@@ -616,7 +621,7 @@ func (s *Server) adminSimGroup(w http.ResponseWriter, r *http.Request) error {
 		p, err := handle.Normalize(req.Participant)
 		switch {
 		case err != nil:
-			return errInvalid("participant", "%q is not a phone number or account-ID handle.", req.Participant)
+			return errHandle("participant", req.Participant, err)
 		case add && member(p):
 			return errInvalid("participant", "%s is already in chat %s.", p, c.ID)
 		case remove && !member(p):

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -35,10 +36,13 @@ import (
 //     socket, a folder it creates itself under the temporary directory,
 //     named after the data folder so that the CLI finds the same one. That
 //     folder must be a real folder (not a symbolic link) of the daemon's
-//     user with mode 0700: one left by another user, or with a wider mode,
-//     stops the start. Under systemd's PrivateTmp the temporary directory is
-//     invisible to the CLI, so there the daemon refuses to move the socket
-//     at all.
+//     user with mode 0700. Anyone can make a folder of that name first; the
+//     daemon leaves such a folder alone and, rather than not start (which
+//     would let any local user stop the service), listens in a folder of a
+//     random name that it makes, and writes where in the data folder
+//     (movedSocketNote) for the CLI. Under systemd's PrivateTmp the
+//     temporary directory is invisible to the CLI, so there the daemon
+//     refuses to move the socket at all.
 //   - The CLI sends nothing before it has checked that the socket and its
 //     folder belong to a user it trusts (see trustedUIDs) and are not
 //     writable by others, then, after connecting, that the process
@@ -55,38 +59,76 @@ var ErrUntrustedSocket = errors.New("refusing the admin socket")
 // AdminSocketPath is where the daemon with data folder dir listens. When the
 // folder's path is too long for a socket, it moves to a private folder under
 // the system's temporary directory, named after the data folder so that the
-// CLI finds the same one.
+// CLI finds the same one (or, when a folder of that name was there before
+// and is not the daemon's, the folder the data folder's movedSocketNote
+// names).
 func AdminSocketPath(dir string) string {
 	path, _ := adminSocket(dir)
 	return path
 }
 
-// adminSocket is AdminSocketPath, and whether it is the fallback folder
-// under the temporary directory rather than the data folder.
+// adminSocket is AdminSocketPath, and whether it is in a folder under the
+// temporary directory rather than the data folder.
 func adminSocket(dir string) (path string, fallback bool) {
 	p := filepath.Join(dir, "admin.sock")
 	if len(p) <= maxSocketPath {
 		return p, false
 	}
+	if moved, ok := movedSocket(dir); ok {
+		return moved, true
+	}
+	return filepath.Join(socketFolderOf(dir), "admin.sock"), true
+}
+
+// socketFolderOf is the folder under the temporary directory named after
+// the data folder dir.
+func socketFolderOf(dir string) string {
 	sum := sha256.Sum256([]byte(dir))
-	return filepath.Join(os.TempDir(), "blueline-"+hex.EncodeToString(sum[:8]), "admin.sock"), true
+	return filepath.Join(os.TempDir(), "blueline-"+hex.EncodeToString(sum[:8]))
+}
+
+// movedSocketNote, in the data folder, holds the path of the admin socket
+// while it is in a folder of a random name, away from a folder of its usual
+// name that is not the daemon's.
+const movedSocketNote = "admin.sock.path"
+
+// movedSocket is the path movedSocketNote holds, if it holds one where the
+// daemon would have moved the socket: admin.sock in a folder under the
+// temporary directory whose name starts with the usual folder's. The CLI
+// then checks that folder as it checks the usual one.
+func movedSocket(dir string) (string, bool) {
+	data, err := os.ReadFile(filepath.Join(dir, movedSocketNote))
+	if err != nil || len(data) > 4096 {
+		return "", false
+	}
+	p := strings.TrimSpace(string(data))
+	usual := socketFolderOf(dir)
+	folder := filepath.Dir(p)
+	ok := filepath.IsAbs(p) && filepath.Clean(p) == p && filepath.Base(p) == "admin.sock" &&
+		filepath.Dir(folder) == filepath.Dir(usual) && strings.HasPrefix(filepath.Base(folder), filepath.Base(usual)+"-") &&
+		len(p) <= maxSocketPath
+	return p, ok
 }
 
 // ListenAdmin opens the admin socket for the data folder dir, after checking
 // that the folder it goes in is the daemon's own. A socket file left by a
-// daemon that died is replaced; one a live daemon answers on is not.
-func ListenAdmin(dir string) (net.Listener, error) {
-	return listenAdmin(dir, tempDirIsPrivate)
+// daemon that died is replaced; one a live daemon answers on is not. A
+// moved socket (see the top of this file) is logged, as a warning, with
+// where it is.
+func ListenAdmin(dir string, log *slog.Logger) (net.Listener, error) {
+	return listenAdmin(dir, tempDirIsPrivate, log)
 }
 
 // listenAdmin is ListenAdmin; private tells whether a folder is hidden from
 // other processes (systemd's PrivateTmp).
-func listenAdmin(dir string, private func(dir string) bool) (net.Listener, error) {
-	path, fallback := adminSocket(dir)
-	if fallback {
-		if err := makeSocketFolder(dir, filepath.Dir(path), private); err != nil {
+func listenAdmin(dir string, private func(dir string) bool, log *slog.Logger) (net.Listener, error) {
+	path := filepath.Join(dir, "admin.sock")
+	if len(path) > maxSocketPath {
+		folder, err := socketFolder(dir, private, log)
+		if err != nil {
 			return nil, err
 		}
+		path = filepath.Join(folder, "admin.sock")
 	} else if err := checkDataFolder(dir); err != nil {
 		return nil, err
 	}
@@ -133,45 +175,101 @@ func checkDataFolder(dir string) error {
 	return nil
 }
 
-// makeSocketFolder creates the fallback folder of the admin socket under the
-// temporary directory, or takes the one a previous run left, after checking
-// that it is the daemon's own: a folder of this name may have been made by
-// anyone beforehand, to catch what the CLI sends.
-func makeSocketFolder(dir, folder string, private func(string) bool) error {
-	if tmp := filepath.Dir(folder); private(tmp) {
-		return fmt.Errorf("refusing to start: the data folder's path %s is too long for a Unix socket (at most %d bytes with /admin.sock), "+
+// socketFolder is the folder of the admin socket when the data folder's
+// path is too long for it: the folder named after the data folder under the
+// temporary directory, which the daemon creates, or takes from a previous
+// run, once it has checked that it is its own. A folder of that name may
+// have been made by anyone beforehand, to catch what the CLI sends or only
+// to keep the daemon from starting: then the socket goes to a folder of a
+// random name instead (the one a previous run made, if it is still the
+// daemon's own), which movedSocketNote names for the CLI.
+func socketFolder(dir string, private func(string) bool, log *slog.Logger) (string, error) {
+	usual := socketFolderOf(dir)
+	if tmp := filepath.Dir(usual); private(tmp) {
+		return "", fmt.Errorf("refusing to start: the data folder's path %s is too long for a Unix socket (at most %d bytes with /admin.sock), "+
 			"and %s, where the admin socket would go instead, is private to this service (systemd's PrivateTmp): the admin commands could not reach it. "+
 			"Give the data folder a shorter path", dir, maxSocketPath, tmp)
 	}
-	err := os.Mkdir(folder, 0o700)
-	switch {
-	case err == nil:
-		// Ours: set the mode whatever the umask left.
-		if err := os.Chmod(folder, 0o700); err != nil {
-			return fmt.Errorf("admin socket folder: %w", err)
-		}
-	case !errors.Is(err, fs.ErrExist):
-		return fmt.Errorf("admin socket folder: %w", err)
+	note := filepath.Join(dir, movedSocketNote)
+	err := os.Mkdir(usual, 0o700)
+	if err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("admin socket folder: %w", err)
 	}
+	if err == nil {
+		// Ours: set the mode whatever the umask left.
+		if err := os.Chmod(usual, 0o700); err != nil {
+			return "", fmt.Errorf("admin socket folder: %w", err)
+		}
+	}
+	why, err := notOwnFolder(usual)
+	if err != nil {
+		return "", err
+	}
+	if why == "" {
+		// The usual folder is ours: the CLI must look there, not where an
+		// earlier run moved to.
+		if err := os.Remove(note); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("admin socket: %w", err)
+		}
+		return usual, nil
+	}
+	folder := ""
+	if p, ok := movedSocket(dir); ok {
+		if w, err := notOwnFolder(filepath.Dir(p)); err == nil && w == "" {
+			folder = filepath.Dir(p)
+		}
+	}
+	if folder == "" {
+		// MkdirTemp makes it with mode 0700 under a name nobody could
+		// have taken beforehand.
+		if folder, err = os.MkdirTemp(filepath.Dir(usual), filepath.Base(usual)+"-"); err != nil {
+			return "", fmt.Errorf("admin socket folder: %w", err)
+		}
+		if err := os.Chmod(folder, 0o700); err != nil {
+			return "", fmt.Errorf("admin socket folder: %w", err)
+		}
+		if err := writeNote(note, filepath.Join(folder, "admin.sock")); err != nil {
+			return "", fmt.Errorf("admin socket: %w", err)
+		}
+	}
+	log.Warn("the admin socket's usual folder is not the daemon's own, and may have been put there to intercept the admin commands: "+
+		"the admin socket is elsewhere, where the command line finds it, until that folder is removed",
+		"folder", usual, "problem", why, "admin_socket", filepath.Join(folder, "admin.sock"),
+		"fix", "rm -r "+usual+" (as its owner or root), or give the data folder a shorter path")
+	return folder, nil
+}
+
+// notOwnFolder says what makes folder other than a real folder of the
+// daemon's user with mode 0700 ("" when it is one).
+func notOwnFolder(folder string) (string, error) {
 	fi, err := os.Lstat(folder)
 	if err != nil {
-		return fmt.Errorf("admin socket folder: %w", err)
-	}
-	refuse := func(format string, args ...any) error {
-		return fmt.Errorf("refusing to start: the admin socket's folder %s %s; it may have been put there to intercept the admin commands. "+
-			"Have it removed (rm -r %s, as its owner or root), or give the data folder a shorter path, so that the socket stays in it",
-			folder, fmt.Sprintf(format, args...), folder)
+		return "", fmt.Errorf("admin socket folder: %w", err)
 	}
 	euid := os.Geteuid()
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return refuse("is a symbolic link")
+		return "is a symbolic link", nil
 	case !fi.IsDir():
-		return refuse("is not a folder")
+		return "is not a folder", nil
 	case fileOwner(fi) != euid:
-		return refuse("belongs to %s, not to %s, who runs the daemon", describeUID(fileOwner(fi)), describeUID(euid))
+		return fmt.Sprintf("belongs to %s, not to %s, who runs the daemon", describeUID(fileOwner(fi)), describeUID(euid)), nil
 	case fi.Mode().Perm() != 0o700:
-		return refuse("has mode %04o, not 0700", fi.Mode().Perm())
+		return fmt.Sprintf("has mode %04o, not 0700", fi.Mode().Perm()), nil
+	}
+	return "", nil
+}
+
+// writeNote replaces the file at path with one holding text, so that a
+// reader sees the old or the new one whole.
+func writeNote(path, text string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(text+"\n"), 0o600); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
 	}
 	return nil
 }

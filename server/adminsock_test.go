@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -27,6 +28,9 @@ const nobody = 65534
 // testGuard bounds every wait in these tests; it is a failure, never
 // synchronisation.
 const testGuard = 10 * time.Second
+
+// quiet is the log of daemons whose log these tests do not read.
+var quiet = slog.New(slog.DiscardHandler)
 
 // longDataDir is a data folder whose admin socket goes to the fallback
 // folder.
@@ -64,7 +68,7 @@ func TestListenAdminFallbackFolder(t *testing.T) {
 	if filepath.Dir(folder) != tmp || len(sock) > maxSocketPath {
 		t.Fatalf("socket %s, want a short path in %s", sock, tmp)
 	}
-	l, err := ListenAdmin(dir)
+	l, err := ListenAdmin(dir, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,21 +80,24 @@ func TestListenAdminFallbackFolder(t *testing.T) {
 	if err != nil || fi.Mode().Type() != fs.ModeSocket || fi.Mode().Perm() != 0o600 {
 		t.Errorf("socket %s: %v %v", sock, fi.Mode(), err)
 	}
-	if _, err := ListenAdmin(dir); err == nil || !strings.Contains(err.Error(), "another daemon is already serving") {
+	if _, err := ListenAdmin(dir, quiet); err == nil || !strings.Contains(err.Error(), "another daemon is already serving") {
 		t.Errorf("second daemon: %v", err)
 	}
 	l.Close()
 	// The next start takes the folder this one left.
-	l, err = ListenAdmin(dir)
+	l, err = ListenAdmin(dir, quiet)
 	if err != nil {
 		t.Fatalf("restart: %v", err)
 	}
 	l.Close()
 }
 
-// A fallback folder someone made before the daemon: the daemon refuses to
-// start, saying which folder and what is wrong, and leaves no socket in it.
-func TestListenAdminRefusesPlantedFolder(t *testing.T) {
+// A fallback folder someone made before the daemon: the daemon leaves it
+// alone, listens in a folder of a random name of its own, which the CLI
+// finds (AdminSocketPath), and logs why and where. A restart keeps that
+// folder; once the planted one is gone, the socket is back in its usual
+// folder.
+func TestListenAdminMovesFromPlantedFolder(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
 		plant func(t *testing.T, folder string) (inside string) // where a socket must not appear
@@ -129,23 +136,61 @@ func TestListenAdminRefusesPlantedFolder(t *testing.T) {
 			if tt.root {
 				needRoot(t)
 			}
-			testkit.SharedTempDir(t)
+			tmp := testkit.SharedTempDir(t)
 			dir := longDataDir(t)
-			folder := filepath.Dir(AdminSocketPath(dir))
+			usual := AdminSocketPath(dir)
+			folder := filepath.Dir(usual)
 			inside := tt.plant(t, folder)
-			l, err := ListenAdmin(dir)
-			if err == nil {
-				l.Close()
-				t.Fatal("the daemon took a planted folder")
+			var logs testkit.LogBuffer
+			l, err := ListenAdmin(dir, slog.New(slog.NewTextHandler(&logs, nil)))
+			if err != nil {
+				t.Fatalf("the daemon did not start: %v", err)
 			}
-			for _, want := range []string{"refusing to start", folder, tt.want} {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("error %q lacks %q", err, want)
+			sock := AdminSocketPath(dir)
+			moved := filepath.Dir(sock)
+			if sock == usual || filepath.Dir(moved) != tmp || !strings.HasPrefix(moved, folder+"-") || len(sock) > maxSocketPath {
+				t.Fatalf("the CLI looks for the socket at %s", sock)
+			}
+			if fi, err := os.Lstat(moved); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 || fileOwner(fi) != os.Geteuid() {
+				t.Errorf("folder %s: %v", moved, err)
+			}
+			if err := checkAdminSocket(sock, true, trustedUIDs(dir)); err != nil {
+				t.Errorf("the CLI refuses the moved socket: %v", err)
+			}
+			if c, err := net.Dial("unix", sock); err != nil {
+				t.Errorf("nothing listens at %s: %v", sock, err)
+			} else {
+				c.Close()
+			}
+			for _, want := range []string{"level=WARN", folder, tt.want, "admin_socket=" + sock, "rm -r " + folder} {
+				if !strings.Contains(logs.String(), want) {
+					t.Errorf("log %q lacks %q", logs.String(), want)
 				}
 			}
 			if inside != "" {
 				mustNotExist(t, filepath.Join(inside, "admin.sock"))
 			}
+
+			l.Close()
+			if l, err = ListenAdmin(dir, quiet); err != nil {
+				t.Fatalf("restart: %v", err)
+			}
+			if again := AdminSocketPath(dir); again != sock {
+				t.Errorf("after a restart the socket is at %s, not %s", again, sock)
+			}
+			l.Close()
+
+			if err := os.RemoveAll(folder); err != nil {
+				t.Fatal(err)
+			}
+			if l, err = ListenAdmin(dir, quiet); err != nil {
+				t.Fatalf("start without the planted folder: %v", err)
+			}
+			defer l.Close()
+			if back := AdminSocketPath(dir); back != usual {
+				t.Errorf("without the planted folder the socket is at %s, not %s", back, usual)
+			}
+			mustNotExist(t, filepath.Join(dir, movedSocketNote))
 		})
 	}
 }
@@ -172,7 +217,7 @@ func TestListenAdminChecksDataFolder(t *testing.T) {
 			if tt.uid >= 0 {
 				chown(t, dir, tt.uid)
 			}
-			l, err := ListenAdmin(dir)
+			l, err := ListenAdmin(dir, quiet)
 			if tt.want == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -199,7 +244,7 @@ func TestListenAdminChecksDataFolder(t *testing.T) {
 func TestListenAdminUnderPrivateTmp(t *testing.T) {
 	testkit.SharedTempDir(t)
 	dir := longDataDir(t)
-	l, err := listenAdmin(dir, func(string) bool { return true })
+	l, err := listenAdmin(dir, func(string) bool { return true }, quiet)
 	if err == nil {
 		l.Close()
 		t.Fatal("listened in a private temporary directory")

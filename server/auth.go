@@ -58,7 +58,15 @@ var (
 
 // authenticate finds the key a request carries.
 func (s *Server) authenticate(r *http.Request) (storage.Key, error) {
-	h := r.Header.Get("Authorization")
+	k, err := s.keyFor(r.Context(), r.Header.Get("Authorization"))
+	if err == nil {
+		Authenticated(r)
+	}
+	return k, err
+}
+
+// keyFor finds the key of an Authorization header's value h.
+func (s *Server) keyFor(ctx context.Context, h string) (storage.Key, error) {
 	if h == "" {
 		return storage.Key{}, errMissingKey
 	}
@@ -70,7 +78,7 @@ func (s *Server) authenticate(r *http.Request) (storage.Key, error) {
 	// Looking the key up by its hash means no secret is ever compared byte
 	// by byte; storage compares the stored hash in constant time.
 	sum := sha256.Sum256([]byte(secret))
-	k, err := s.db.KeyByHash(r.Context(), sum[:])
+	k, err := s.db.KeyByHash(ctx, sum[:])
 	if errors.Is(err, storage.ErrNotFound) {
 		return storage.Key{}, errInvalidKey
 	}

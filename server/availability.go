@@ -2,10 +2,14 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/handle"
@@ -17,7 +21,10 @@ import (
 // helper), so that a client can choose SMS up front. Answers are kept in
 // memory for AvailabilityTTL (1 hour): asking Apple's directory about many
 // handles is what a spammer does, and an answer rarely changes within the
-// hour. A restart forgets them.
+// hour. A restart forgets them. For the same reason a guarded line's
+// lookups that reach the network have an hourly budget (lookupBudget), so
+// that no key, a read-only one included, can have the line enumerate
+// handles; kept answers cost nothing.
 func (s *Server) getAvailability(w http.ResponseWriter, r *http.Request) error {
 	from, err := queryHandle(r, "from")
 	if err != nil {
@@ -29,7 +36,7 @@ func (s *Server) getAvailability(w http.ResponseWriter, r *http.Request) error {
 	}
 	h, err := handle.Normalize(value)
 	if err != nil {
-		return errInvalid("handle", "handle must be a phone number or an account-ID (e-mail) handle.")
+		return errHandle("handle", value, err)
 	}
 	line, err := s.lineFor(r, from, "from")
 	if err != nil {
@@ -45,11 +52,17 @@ func (s *Server) getAvailability(w http.ResponseWriter, r *http.Request) error {
 		if s.opts.Availability == nil {
 			return true, nil
 		}
+		if err := s.lookups.take(line, s.guard(line), s.now()); err != nil {
+			return false, err
+		}
 		ctx, cancel := context.WithTimeout(ctx, availabilityTimeout)
 		defer cancel()
 		return s.opts.Availability(ctx, line, h)
 	})
 	if err != nil {
+		if e, ok := errors.AsType[*Error](err); ok {
+			return e // the guard's budget is spent
+		}
 		if r.Context().Err() != nil {
 			return err
 		}
@@ -122,6 +135,42 @@ func (c *availabilityCache) forget(h string) {
 
 const maxAvailabilityAnswers = 10000
 
+// lookupBudget is each guarded line's budget of availability lookups that
+// reach its network: the guard's MaxAvailabilityLookups an hour, refilled
+// continuously. It lives in memory, as the answers do: a restart forgets
+// both.
+type lookupBudget struct {
+	mu    sync.Mutex
+	lines map[string]*rate.Limiter // by line ID
+}
+
+// take spends one lookup of line's budget, or answers 429
+// guard_availability_limit when it is spent.
+func (b *lookupBudget) take(line storage.Line, g GuardPolicy, now time.Time) error {
+	if !g.Enabled || g.MaxAvailabilityLookups <= 0 {
+		return nil
+	}
+	b.mu.Lock()
+	l := b.lines[line.ID]
+	if l == nil {
+		if b.lines == nil {
+			b.lines = map[string]*rate.Limiter{}
+		}
+		l = rate.NewLimiter(rate.Limit(float64(g.MaxAvailabilityLookups)/3600), g.MaxAvailabilityLookups)
+		b.lines[line.ID] = l
+	}
+	b.mu.Unlock()
+	ok, wait := take(l, now)
+	if ok {
+		return nil
+	}
+	return &Error{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: "guard_availability_limit",
+		Message: fmt.Sprintf("Line %s has used its Apple ID guard's budget of %d availability lookups an hour ([guard] max_availability_lookups): "+
+			"another handle may be looked up in %d s. Handles looked up within the last hour are still answered, from memory.",
+			line.Handle, g.MaxAvailabilityLookups, retrySeconds(wait)),
+		RetryAfter: retrySeconds(wait)}
+}
+
 // availabilityTimeout bounds one question to the network.
 const availabilityTimeout = 15 * time.Second
 
@@ -139,7 +188,7 @@ func (s *Server) adminSimAvailability(w http.ResponseWriter, r *http.Request) er
 	}
 	h, err := handle.Normalize(req.Handle)
 	if err != nil {
-		return errInvalid("handle", "--handle must be a phone number or account-ID handle.")
+		return errHandle("handle", req.Handle, err)
 	}
 	if s.opts.SimAvailability == nil {
 		return errInvalidRequest("sim_unavailable", "This daemon has no simulated network.")

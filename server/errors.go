@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+
+	"github.com/blueline-app/blueline/handle"
 )
 
 // Error is an API error in the spec's shape. Handlers return one; writeError
@@ -21,6 +23,9 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// bearerChallenge is the WWW-Authenticate of every 401.
+const bearerChallenge = `Bearer realm="blueline"`
 
 // Error types of the spec.
 const (
@@ -40,6 +45,18 @@ func errMissing(param string) *Error {
 func errInvalid(param, format string, args ...any) *Error {
 	return &Error{Status: 400, Type: typeInvalidRequest, Code: "invalid_parameter_value",
 		Message: fmt.Sprintf(format, args...), Param: param}
+}
+
+// errHandle answers a parameter that should hold a handle and does not:
+// why (err, from handle.Normalize), and the forms a handle takes. The value
+// is quoted, escapes and all: it may hold the very characters that made it
+// wrong.
+func errHandle(param, value string, err error) *Error {
+	reason := err.Error()
+	if he, ok := errors.AsType[*handle.Error](err); ok {
+		reason = he.Reason
+	}
+	return errInvalid(param, "%s %q is not a handle: %s. A handle is %s.", param, value, reason, handle.Forms)
 }
 
 func errInvalidRequest(code, format string, args ...any) *Error {
@@ -76,6 +93,20 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	}
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	switch e.Status {
+	case http.StatusUnauthorized:
+		// RFC 6750: how to authenticate, and whether the key sent was
+		// the trouble.
+		challenge := bearerChallenge
+		if e.Code == errInvalidKey.Code {
+			challenge += `, error="invalid_token"`
+		}
+		w.Header().Set("WWW-Authenticate", challenge)
+	case http.StatusRequestEntityTooLarge:
+		// The body may not have been read to its end (see dropOvershoot):
+		// the connection cannot be trusted with another request.
+		w.Header().Set("Connection", "close")
 	}
 	writeJSON(w, e.Status, errorBody{
 		Error:     errorDetail{Type: e.Type, Code: e.Code, Message: e.Message, Param: e.Param},

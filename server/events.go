@@ -1,7 +1,7 @@
 package server
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blueline-app/blueline/sse"
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -18,6 +19,8 @@ import (
 // cannot take webhooks (no public URL). Each event is one SSE message
 // whose id is the event's number (the resume position) and whose data is
 // the body a webhook would get, with the event's evt_ ID as delivery_id.
+// The data is JSON, which escapes every line end: it reaches the client
+// byte for byte (package sse frames it).
 
 // standardEvents are the reference service's four: a stream that names no
 // events gets these, as an SDK-built receiver expects nothing else.
@@ -38,14 +41,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	key := apiKey(ctx)
 	q := r.URL.Query()
-	events := standardEvents
-	if names := splitValues(q["event"]); len(names) > 0 {
-		for _, e := range names {
-			if !slices.Contains(storage.WebhookEvents, e) {
-				return errInvalid("event", "Unknown event %q; events are %s.", e, strings.Join(storage.WebhookEvents, ", "))
-			}
-		}
-		events = names
+	events, err := streamedEvents(key, splitValues(q["event"]))
+	if err != nil {
+		return err
 	}
 	lines := map[string]storage.Line{}
 	if handles := splitValues(q["line"]); len(handles) > 0 {
@@ -67,15 +65,33 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// A stream holds its key for as long as it is open: it ends when the
+	// key is revoked, and a key holds at most StreamsPerKey at once. The
+	// host's own tools (the admin socket) are neither.
+	var revoked <-chan struct{}
+	if _, inProcess := inProcessCaller(ctx); !inProcess {
+		revoked = s.db.Revoked()
+		if !s.keyActive(ctx, key) {
+			return errInvalidKey
+		}
+		release, ok := s.streams.Take(key.ID)
+		if !ok {
+			return &Error{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: "too_many_streams",
+				Message:    fmt.Sprintf("This API key has %d event streams open, the most it may: end one first.", s.opts.StreamsPerKey),
+				RetryAfter: retrySeconds(streamBusyRetry)}
+		}
+		defer release()
+	}
+	// Every stream ends after its lifetime, so that none holds a
+	// connection (and its key's place) for ever; the client resumes.
+	lifetime := time.NewTimer(s.opts.StreamLifetime)
+	defer lifetime.Stop()
 
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	fmt.Fprint(w, ": events\n\n")
-	rc.Flush()
+	sw := sse.Start(w, "events")
+	// Where the stream starts, so that a client that reconnects before
+	// any event resumes here rather than at its default start.
+	sw.ID(seqID(after))
+	sw.Flush()
 	tick := time.NewTicker(streamKeepAlive)
 	defer tick.Stop()
 	visible := map[string]bool{} // chat ID → whether the key may see its events
@@ -84,6 +100,13 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		batch, err := s.db.Events(ctx, after, maxStreamBatch)
 		if err != nil {
 			return nil // the answer has begun: the client reconnects
+		}
+		// Checked after the read: events committed after a revocation
+		// are never sent with the key it revoked.
+		if storage.Fired(revoked) {
+			if revoked = s.db.Revoked(); !s.keyActive(ctx, key) {
+				return nil
+			}
 		}
 		for _, e := range batch {
 			after = e.Seq
@@ -94,30 +117,95 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 			if ok, err := s.chatVisible(r, line, e.ChatID, visible); err != nil || !ok {
 				continue
 			}
-			msg, err := s.sseMessage(e, line)
+			body, err := s.streamEventBody(e, line)
 			if err != nil {
 				s.log.Error("event stream: render", "event", e.ID, "err", err)
 				continue
 			}
-			if _, err := w.Write(msg); err != nil {
+			if err := sw.Event(seqID(e.Seq), e.Name, string(body)); err != nil {
 				return nil
 			}
 		}
-		rc.Flush()
+		sw.Flush()
 		if len(batch) == maxStreamBatch {
 			continue
 		}
 		select {
 		case <-changed:
 		case <-tick.C:
-			fmt.Fprint(w, ": keep-alive\n\n")
-			rc.Flush()
+			// The position too: events this stream skipped are not
+			// read again after a reconnect.
+			sw.Comment("keep-alive")
+			sw.ID(seqID(after))
+			sw.Flush()
+		case <-revoked: // checked above
+		case <-lifetime.C:
+			sw.Comment("this stream has reached its lifetime: reconnect with Last-Event-ID")
+			sw.ID(seqID(after))
+			sw.Flush()
+			return nil
 		case <-ctx.Done():
 			return nil
 		case <-s.streamsDone:
 			return nil
 		}
 	}
+}
+
+// streamBusyRetry is the Retry-After of a stream refused because its key
+// has all its streams open: nothing tells when one will end (a client
+// whose network dropped holds its stream until a write to it fails).
+const streamBusyRetry = 30 * time.Second
+
+// keyActive reports whether a key is still valid (not revoked).
+func (s *Server) keyActive(ctx context.Context, k storage.Key) bool {
+	_, err := s.db.KeyByHash(ctx, k.Hash)
+	return err == nil
+}
+
+func seqID(seq uint64) string { return strconv.FormatUint(seq, 10) }
+
+// eventScopes is the read scope each event needs besides the stream's own
+// webhooks:read: an event carries what that scope guards (a message with
+// its text and its files' download URLs, a reaction, a receipt, a chat).
+var eventScopes = map[string]string{
+	storage.EventMessageReceived: "messages:read", storage.EventMessageSent: "messages:read",
+	storage.EventMessageFailed: "messages:read", storage.EventMessageEdited: "messages:read",
+	storage.EventMessageUnsent: "messages:read", storage.EventMessageDelivered: "messages:read",
+	storage.EventReactionAdded: "reactions:read", storage.EventReactionRemoved: "reactions:read",
+	storage.EventReceiptRead: "receipts:read", storage.EventChatUpdated: "chats:read",
+}
+
+// streamedEvents are the events a stream follows: those asked for, each of
+// which the key must be able to read (else 403 naming the scope it lacks),
+// or, when none are, the standard four less those it may not read.
+func streamedEvents(key storage.Key, asked []string) ([]string, error) {
+	if len(asked) == 0 {
+		var out []string
+		for _, e := range standardEvents {
+			if hasScope(key, eventScopes[e]) {
+				out = append(out, e)
+			}
+		}
+		if len(out) == 0 {
+			return nil, errForbidden("insufficient_scope",
+				"This API key may read none of the stream's default events: message events need the messages:read scope, reactions reactions:read.")
+		}
+		return out, nil
+	}
+	for _, e := range asked {
+		if !slices.Contains(storage.WebhookEvents, e) {
+			return nil, errInvalid("event", "Unknown event %q; events are %s.", e, strings.Join(storage.WebhookEvents, ", "))
+		}
+	}
+	for _, e := range asked {
+		if sc := eventScopes[e]; !hasScope(key, sc) {
+			err := errForbidden("insufficient_scope", "This API key lacks the %s scope, which the %s event needs.", sc, e)
+			err.Param = "event"
+			return nil, err
+		}
+	}
+	return asked, nil
 }
 
 // streamStart is where a stream resumes: after the event the client last
@@ -167,20 +255,14 @@ func (s *Server) chatVisible(r *http.Request, line storage.Line, chatID string, 
 	return ok, err
 }
 
-// sseMessage is one event as a server-sent event: its number as the id,
-// its name as the type, and the body a webhook would get as the data.
-func (s *Server) sseMessage(e storage.Event, line storage.Line) ([]byte, error) {
+// streamEventBody is the data of an event of the stream: the body a
+// webhook would get.
+func (s *Server) streamEventBody(e storage.Event, line storage.Line) ([]byte, error) {
 	data, err := s.EventData(storage.Delivery{ID: e.ID, LineID: e.LineID, ChatID: e.ChatID, Event: e.Name, EventSubject: e.EventSubject}, line.Handle)
 	if err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(StreamEvent{Event: e.Name, Data: data, Timestamp: e.At, DeliveryID: e.ID})
-	if err != nil {
-		return nil, err
-	}
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Name, body)
-	return b.Bytes(), nil
+	return json.Marshal(StreamEvent{Event: e.Name, Data: data, Timestamp: e.At, DeliveryID: e.ID})
 }
 
 // StreamEvent is the data of an event of the stream: a webhook's body.

@@ -54,7 +54,7 @@ func TestEventStreamFilters(t *testing.T) {
 	}
 	last := e.inbound(mainLine, bob, "last")
 
-	key := e.key(keyOpts{Scopes: []string{"webhooks:read"}, Lines: []string{mainLine}})
+	key := e.key(keyOpts{Scopes: []string{"webhooks:read", "messages:read"}, Lines: []string{mainLine}})
 	got := e.streamed(key, client.EventStreamParams{Since: since}, 2)
 	if len(got) != 2 || got[0].Type != storage.EventMessageReceived || got[1].Type != storage.EventMessageReceived {
 		t.Fatalf("default events: %v, want the two messages (no edit, nothing of the SMS line)", names(got))

@@ -45,8 +45,9 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	limit := s.files.MaxUploadBytes()
 	tooLarge := &Error{Status: http.StatusRequestEntityTooLarge, Type: typeInvalidRequest, Code: "file_too_large",
 		Message: fmt.Sprintf("The file is larger than the upload limit of %d bytes ([files] max_upload_bytes).", limit)}
-	// Refuse a declared size at once rather than reading it to the limit.
+	// Refuse a declared size without storing any of it.
 	if r.ContentLength > limit {
+		dropOvershoot(r, 0, limit)
 		return tooLarge
 	}
 	f, err := s.files.Save(r.Context(), r.Body, name, mimeType, storage.FileScope{Owner: apiKey(r.Context()).Owner})
@@ -54,6 +55,7 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	case errors.Is(err, files.ErrEmpty):
 		return errInvalidRequest("empty_file", "The file is empty: send its bytes as the request body.")
 	case errors.Is(err, files.ErrTooLarge):
+		dropOvershoot(r, limit+1, limit) // Save reads one byte past the limit
 		return tooLarge
 	case errors.Is(err, files.ErrIncomplete):
 		return errInvalidRequest("upload_incomplete", "The upload was cut off before the end of the body; nothing was stored.")

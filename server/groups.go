@@ -52,7 +52,7 @@ func (s *Server) createGroup(w http.ResponseWriter, r *http.Request) error {
 	for _, v := range p.Participants {
 		h, err := handle.Normalize(v)
 		if err != nil {
-			return errInvalid("participants", "Participant %q is not a phone number or account-ID handle.", v)
+			return errHandle("participants", v, err)
 		}
 		if !slices.Contains(members, h) {
 			members = append(members, h)
@@ -161,7 +161,7 @@ func (s *Server) changeGroupMembers(w http.ResponseWriter, r *http.Request) erro
 	}
 	member, err := handle.Normalize(value)
 	if err != nil {
-		return errInvalid(param, "%s must be a phone number or account-ID handle.", param)
+		return errHandle(param, value, err)
 	}
 	line, chat, err := s.groupOf(r, p.From, p.To)
 	if err != nil {

@@ -19,10 +19,15 @@ type GuardPolicy struct {
 	MaxRatio        int           // the day's messages per message received (at least one); 0: no cap
 	MaxColdContacts int           // cold chats messaged in a UTC day; 0: no cap
 	ColdAfter       time.Duration // silence after which a contact is cold
+	// MaxAvailabilityLookups caps the availability lookups that reach the
+	// line's network in an hour (answers kept from the last hour are
+	// free); 0: no cap.
+	MaxAvailabilityLookups int
 }
 
 // DefaultGuard is the guard with the reference service's advice, off.
-var DefaultGuard = GuardPolicy{Pace: time.Second, MaxUnanswered: 5, MaxRatio: 10, MaxColdContacts: 200, ColdAfter: 24 * time.Hour}
+var DefaultGuard = GuardPolicy{Pace: time.Second, MaxUnanswered: 5, MaxRatio: 10, MaxColdContacts: 200, ColdAfter: 24 * time.Hour,
+	MaxAvailabilityLookups: 60}
 
 // guard is a line's policy.
 func (s *Server) guard(l storage.Line) GuardPolicy {
@@ -79,6 +84,6 @@ func (s *Server) guardStanding(ctx context.Context, l storage.Line, now time.Tim
 		Today: api.GuardToday{Sent: today.Sent, Received: today.Received, ColdContacts: today.ColdContacts,
 			ResetsAt: now.Truncate(24 * time.Hour).Add(24 * time.Hour).UnixMilli()},
 		Limits: api.GuardLimits{MaxUnanswered: g.MaxUnanswered, MaxRatio: g.MaxRatio, MaxColdContacts: g.MaxColdContacts,
-			ColdAfterMS: g.ColdAfter.Milliseconds()},
+			ColdAfterMS: g.ColdAfter.Milliseconds(), MaxAvailabilityLookups: g.MaxAvailabilityLookups},
 	}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -37,39 +38,190 @@ const HeaderLimit = 64 << 10
 // against MaxHeaderBytes + 320: much the same limit.
 const MaxHeaderBytes = HeaderLimit - 4096
 
-// LimitListener returns a listener that keeps at most n of ln's connections
-// open at once (n < 1 means 1). At the cap, Accept waits until one of them
+// ConnLimits are what a LimitListener holds its connections to.
+type ConnLimits struct {
+	// Max is the most connections open at once (less than 1 means 1).
+	Max int
+	// TrustedProxies are the reverse proxies in front of the daemon: each
+	// of their connections may carry any client, so they are not held to
+	// one address's share.
+	TrustedProxies []netip.Prefix
+	// Log records refused connections at debug level; nil records none.
+	Log *slog.Logger
+}
+
+// unauthenticatedTimeout is how long a connection taken from the reserve
+// has to authenticate, and how long the body of a request that has not
+// authenticated may take to arrive. The console's sign-in form, the one
+// body read before authenticating, is a few hundred bytes.
+const unauthenticatedTimeout = 5 * time.Second
+
+// LimitListener returns a listener that keeps at most l.Max of ln's
+// connections open at once. At the cap, Accept waits until one of them
 // is closed; new connections wait meanwhile in the kernel's accept queue
 // (the listen backlog: somaxconn, 128 by default on macOS, 4096 on recent
 // Linux), and when that is full the kernel drops or refuses them. Clients
 // then see a slow connect or a timeout, and the daemon keeps its memory and
 // file descriptors. Closing the listener ends a waiting Accept.
 //
+// Below the cap, a connection is unauthenticated until a request on it
+// carries a valid credential (see Authenticated), and unauthenticated
+// connections, which anyone can open, may not take it all:
+//   - They hold at most the open share, Max less a quarter (the reserve).
+//     When the open share is full, a new connection is taken from the
+//     reserve, and closed after unauthenticatedTimeout unless it has
+//     authenticated by then: an API client or a signed-in browser still
+//     gets in, and so does GET /healthz, answered within that time.
+//   - One address (an IPv6 /64: one host's usual allotment) holds at most
+//     perAddress of them, and at most an eighth of the reserve; a trusted
+//     proxy's connections are not counted by address.
+//
+// A connection for which there is no room is closed at once, unread.
+//
 // Its connections also serve BodyIdleTimeout: while a request body is read
 // over HTTP/1.1, each read from the socket extends the read deadline.
-func LimitListener(ln net.Listener, n int) net.Listener {
-	return &limitListener{Listener: ln, slots: make(chan struct{}, max(n, 1)), closed: make(chan struct{})}
+func LimitListener(ln net.Listener, l ConnLimits) net.Listener {
+	n := max(l.Max, 1)
+	log := l.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	reserve := n / 4
+	return &limitListener{Listener: ln, slots: make(chan struct{}, n), closed: make(chan struct{}),
+		proxies: l.TrustedProxies, log: log,
+		openShare: n - reserve, reserve: reserve, perAddress: perAddress(n), reservePerAddress: max(1, reserve/8),
+		byAddr: map[netip.Addr]*addrShare{}}
 }
+
+// perAddress is how many unauthenticated connections one address may hold
+// under a cap of n: a sixteenth, but at least 8 (a browser opens up to six
+// to one host), or n when that is less.
+func perAddress(n int) int { return max(min(8, n), n/16) }
 
 type limitListener struct {
 	net.Listener
 	slots     chan struct{} // one value per open connection
 	closed    chan struct{}
 	closeOnce sync.Once
+	proxies   []netip.Prefix
+	log       *slog.Logger
+
+	openShare, reserve, perAddress, reservePerAddress int
+
+	mu       sync.Mutex
+	open     int // unauthenticated connections in the open share
+	reserved int // unauthenticated connections taken from the reserve
+	byAddr   map[netip.Addr]*addrShare
 }
 
+// addrShare counts one address's unauthenticated connections.
+type addrShare struct{ open, reserved int }
+
+// The states of a connection, as its listener counts it.
+const (
+	connOpen     = iota // unauthenticated, in the open share
+	connReserved        // unauthenticated, from the reserve, on a timer
+	connTrusted         // authenticated: counted by the cap only
+	connDone            // closed, or closing because its time in the reserve ran out
+)
+
 func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.slots <- struct{}{}:
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-	c, err := l.Listener.Accept()
-	if err != nil {
+	for {
+		select {
+		case l.slots <- struct{}{}:
+		case <-l.closed:
+			return nil, net.ErrClosed
+		}
+		c, err := l.Listener.Accept()
+		if err != nil {
+			<-l.slots
+			return nil, err
+		}
+		lc := &limitConn{Conn: c, l: l}
+		lc.addr, lc.byAddr = l.addrOf(c.RemoteAddr())
+		if l.admit(lc) {
+			return lc, nil
+		}
+		l.log.Debug("connection refused: no room for another unauthenticated connection from its address",
+			"remote", c.RemoteAddr().String())
+		c.Close()
 		<-l.slots
-		return nil, err
 	}
-	return &limitConn{Conn: c, free: func() { <-l.slots }}, nil
+}
+
+// addrOf is the address a connection counts against, and whether it is
+// counted by address at all (not for a trusted proxy's).
+func (l *limitListener) addrOf(a net.Addr) (netip.Addr, bool) {
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil {
+		return netip.Addr{}, true // not IP: all such count as one address
+	}
+	ip := ap.Addr().Unmap()
+	for _, p := range l.proxies {
+		if p.Contains(ip) {
+			return ip, false
+		}
+	}
+	if ip.Is6() {
+		p, _ := ip.Prefix(64)
+		ip = p.Addr()
+	}
+	return ip, true
+}
+
+// admit finds c a place in the open share or the reserve.
+func (l *limitListener) admit(c *limitConn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	share := &addrShare{}
+	if c.byAddr {
+		if share = l.byAddr[c.addr]; share == nil {
+			share = &addrShare{}
+		}
+		if share.open+share.reserved >= l.perAddress {
+			return false
+		}
+	}
+	switch {
+	case l.open < l.openShare:
+		l.open++
+		share.open++
+		c.state = connOpen
+	case l.reserved < l.reserve && (!c.byAddr || share.reserved < l.reservePerAddress):
+		l.reserved++
+		share.reserved++
+		c.state = connReserved
+		c.timer = time.AfterFunc(unauthenticatedTimeout, c.expire)
+	default:
+		return false
+	}
+	if c.byAddr {
+		l.byAddr[c.addr] = share
+	}
+	return true
+}
+
+// leave takes c out of the unauthenticated counts; l.mu is held.
+func (l *limitListener) leave(c *limitConn) {
+	switch c.state {
+	case connOpen:
+		l.open--
+	case connReserved:
+		l.reserved--
+		c.timer.Stop()
+	default:
+		return
+	}
+	if share := l.byAddr[c.addr]; c.byAddr && share != nil {
+		if c.state == connOpen {
+			share.open--
+		} else {
+			share.reserved--
+		}
+		if share.open+share.reserved == 0 {
+			delete(l.byAddr, c.addr)
+		}
+	}
 }
 
 func (l *limitListener) Close() error {
@@ -82,39 +234,77 @@ func (l *limitListener) Close() error {
 // CloseWrite (a response to a refused request is not lost to a reset).
 type limitConn struct {
 	net.Conn
-	free     func()
+	l        *limitListener
+	addr     netip.Addr
+	byAddr   bool // counted against addr (not a trusted proxy's)
 	freeOnce sync.Once
-	// idle, in nanoseconds, is set while a request body is read: each Read
-	// then first moves the read deadline to now + idle. Any other deadline
-	// set on the connection (by net/http or a handler) clears it.
-	idle atomic.Int64
+	// body, while a request body is read over HTTP/1.1, is that body:
+	// each Read then first moves the read deadline to what the body
+	// allows (see idleBody.deadline). Any other deadline set on the
+	// connection (by net/http or a handler) clears it.
+	body atomic.Pointer[idleBody]
+
+	// Guarded by l.mu.
+	state int
+	timer *time.Timer // ends a reserved connection's time
 }
 
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
-	c.freeOnce.Do(c.free)
+	c.freeOnce.Do(func() {
+		c.l.mu.Lock()
+		c.l.leave(c)
+		c.state = connDone
+		c.l.mu.Unlock()
+		<-c.l.slots
+	})
 	return err
 }
 
+// authenticate moves c out of the unauthenticated counts, for good.
+func (c *limitConn) authenticate() {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	if c.state == connOpen || c.state == connReserved {
+		c.l.leave(c)
+		c.state = connTrusted
+	}
+}
+
+// expire closes a connection from the reserve that has not authenticated
+// in time.
+func (c *limitConn) expire() {
+	c.l.mu.Lock()
+	expired := c.state == connReserved
+	if expired {
+		c.l.leave(c)
+		c.state = connDone // authenticating now changes nothing
+	}
+	c.l.mu.Unlock()
+	if expired {
+		c.Close()
+	}
+}
+
 func (c *limitConn) Read(p []byte) (int, error) {
-	if d := c.idle.Load(); d > 0 {
-		c.Conn.SetReadDeadline(time.Now().Add(time.Duration(d)))
+	if b := c.body.Load(); b != nil {
+		c.Conn.SetReadDeadline(b.deadline(time.Now()))
 	}
 	return c.Conn.Read(p)
 }
 
 func (c *limitConn) SetDeadline(t time.Time) error {
-	c.idle.Store(0)
+	c.body.Store(nil)
 	return c.Conn.SetDeadline(t)
 }
 
 func (c *limitConn) SetReadDeadline(t time.Time) error {
-	c.idle.Store(0)
+	c.body.Store(nil)
 	return c.Conn.SetReadDeadline(t)
 }
 
-// extendReads arms the per-read deadline until the next deadline set.
-func (c *limitConn) extendReads(idle time.Duration) { c.idle.Store(int64(idle)) }
+// extendReads arms the per-read deadline of b until the next deadline set.
+func (c *limitConn) extendReads(b *idleBody) { c.body.Store(b) }
 
 func (c *limitConn) ReadFrom(r io.Reader) (int64, error) {
 	if rf, ok := c.Conn.(io.ReaderFrom); ok {
@@ -163,10 +353,15 @@ func limitConnOf(r *http.Request) *limitConn {
 // read deadline through http.ResponseController; an HTTP/2 body's Read
 // returns with whatever has arrived, so that is as fine-grained.
 //
+// A request that has not authenticated (see Authenticated) also has
+// unauthenticatedTimeout in all for its body, however it keeps arriving:
+// anyone can send one, and the one such body the daemon reads, the
+// console's sign-in form, is small.
+//
 // The handler's error for the failed read (it sees a read error, whatever
 // it makes of it) is dropped and replaced with the 408. A body the handler
 // leaves unread, net/http reads on (at most 256 KiB) to keep the connection:
-// that gets one more idle interval in all.
+// that gets one more idle interval in all, within the same total.
 func BodyIdleTimeout(next http.Handler, idle time.Duration, log *slog.Logger) http.Handler {
 	if idle <= 0 {
 		return next
@@ -178,13 +373,21 @@ func BodyIdleTimeout(next http.Handler, idle time.Duration, log *slog.Logger) ht
 		}
 		rc := http.NewResponseController(w)
 		b := &idleBody{ReadCloser: r.Body, idle: idle}
-		if c := limitConnOf(r); c != nil && r.ProtoMajor == 1 {
-			c.extendReads(idle)
+		// An in-process request (the console's, the admin socket's) acts
+		// for a caller known already. Its context may still name the
+		// connection of the request that made it, whose deadlines are not
+		// its to move.
+		_, inProcess := inProcessCaller(r.Context())
+		if !inProcess {
+			b.until.Store(time.Now().Add(unauthenticatedTimeout).UnixNano())
+		}
+		if c := limitConnOf(r); c != nil && r.ProtoMajor == 1 && !inProcess {
+			c.extendReads(b)
 		} else {
 			b.rc = rc
 		}
 		iw := &idleWriter{ResponseWriter: w, body: b}
-		r2 := r.WithContext(r.Context())
+		r2 := r.WithContext(context.WithValue(r.Context(), bodyKey{}, b))
 		r2.Body = b
 		next.ServeHTTP(iw, r2)
 
@@ -195,7 +398,7 @@ func BodyIdleTimeout(next http.Handler, idle time.Duration, log *slog.Logger) ht
 		case b.stalled.Load():
 			rc.SetReadDeadline(time.Now())
 		case !b.done.Load() && r.ProtoMajor == 1:
-			rc.SetReadDeadline(time.Now().Add(idle))
+			rc.SetReadDeadline(b.deadline(time.Now()))
 		}
 		if !b.stalled.Load() {
 			return
@@ -212,10 +415,14 @@ func BodyIdleTimeout(next http.Handler, idle time.Duration, log *slog.Logger) ht
 			}
 		}
 		h.Set("Connection", "close")
+		msg := fmt.Sprintf("The request body stopped arriving: nothing came for %s ([limits] body_idle_timeout). "+
+			"Nothing was done; send the request again on a new connection.", idle)
+		if b.cut.Load() {
+			msg = fmt.Sprintf("The request body did not arrive within %s, all a request without a valid credential has for it. "+
+				"Nothing was done; send the request again on a new connection.", unauthenticatedTimeout)
+		}
 		writeError(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)), log, &Error{
-			Status: http.StatusRequestTimeout, Type: typeInvalidRequest, Code: "request_timeout",
-			Message: fmt.Sprintf("The request body stopped arriving: nothing came for %s ([limits] body_idle_timeout). "+
-				"Nothing was done; send the request again on a new connection.", idle)})
+			Status: http.StatusRequestTimeout, Type: typeInvalidRequest, Code: "request_timeout", Message: msg})
 	})
 }
 
@@ -225,9 +432,38 @@ type idleBody struct {
 	idle time.Duration
 	// rc, when set, is how each Read extends the read deadline; nil when
 	// the connection does it.
-	rc      *http.ResponseController
+	rc *http.ResponseController
+	// until is when the body must be in (Unix ns) while its request has not
+	// authenticated; 0 once it has.
+	until   atomic.Int64
 	done    atomic.Bool // EOF or an error was read
-	stalled atomic.Bool // the error was the idle deadline
+	stalled atomic.Bool // the error was a deadline
+	cut     atomic.Bool // the deadline was until's
+}
+
+type bodyKey struct{}
+
+// deadline is the read deadline a read of the body starting at now gets.
+func (b *idleBody) deadline(now time.Time) time.Time {
+	d := now.Add(b.idle)
+	if u := b.until.Load(); u != 0 && u < d.UnixNano() {
+		return time.Unix(0, u)
+	}
+	return d
+}
+
+// Authenticated records that r carries a valid credential (an API key, a
+// console session): its connection leaves LimitListener's shares of
+// unauthenticated connections for good, and its body is no longer held to
+// the total time of an unauthenticated one (see BodyIdleTimeout). Call it
+// before reading the body.
+func Authenticated(r *http.Request) {
+	if c := limitConnOf(r); c != nil {
+		c.authenticate()
+	}
+	if b, ok := r.Context().Value(bodyKey{}).(*idleBody); ok {
+		b.until.Store(0)
+	}
 }
 
 func (b *idleBody) Read(p []byte) (int, error) {
@@ -235,7 +471,7 @@ func (b *idleBody) Read(p []byte) (int, error) {
 		return b.ReadCloser.Read(p)
 	}
 	if b.rc != nil {
-		if err := b.rc.SetReadDeadline(time.Now().Add(b.idle)); errors.Is(err, http.ErrNotSupported) {
+		if err := b.rc.SetReadDeadline(b.deadline(time.Now())); errors.Is(err, http.ErrNotSupported) {
 			b.rc = nil
 		}
 	}
@@ -244,6 +480,9 @@ func (b *idleBody) Read(p []byte) (int, error) {
 		b.done.Store(true)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			b.stalled.Store(true)
+			if u := b.until.Load(); u != 0 && time.Now().UnixNano() >= u {
+				b.cut.Store(true)
+			}
 		}
 		if b.rc != nil && err == io.EOF {
 			b.rc.SetReadDeadline(time.Time{})

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/blueline-app/blueline/server"
+	"github.com/blueline-app/blueline/testkit"
 )
 
 // limitedServer is a real http.Server set up as the daemon's API is: a
@@ -26,7 +27,7 @@ import (
 func limitedServer(t *testing.T, h http.Handler, maxConns int, idle time.Duration, tlsOn bool) *httptest.Server {
 	t.Helper()
 	ts := httptest.NewUnstartedServer(server.BodyIdleTimeout(h, idle, slog.New(slog.NewTextHandler(io.Discard, nil))))
-	ts.Listener = server.LimitListener(ts.Listener, maxConns)
+	ts.Listener = server.LimitListener(ts.Listener, server.ConnLimits{Max: maxConns})
 	ts.Config.ConnContext = server.ConnContext
 	ts.Config.MaxHeaderBytes = server.MaxHeaderBytes
 	ts.Config.ReadHeaderTimeout = 10 * time.Second
@@ -41,9 +42,11 @@ func limitedServer(t *testing.T, h http.Handler, maxConns int, idle time.Duratio
 }
 
 // counting answers with the number of body bytes it read, or 400 when
-// reading failed (BodyIdleTimeout must replace that with its 408).
+// reading failed (BodyIdleTimeout must replace that with its 408). It
+// takes every request as authenticated, as the API does one with a key.
 func counting() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		server.Authenticated(r)
 		n, err := io.Copy(io.Discard, r.Body)
 		if err != nil {
 			http.Error(w, "read failed: "+err.Error(), http.StatusBadRequest)
@@ -157,7 +160,7 @@ func TestHeaderLimitExact(t *testing.T) {
 func TestLimitListenerHoldsConnectionsOverTheCap(t *testing.T) {
 	var accepted atomic.Int32
 	ts := httptest.NewUnstartedServer(counting())
-	ts.Listener = server.LimitListener(ts.Listener, 2)
+	ts.Listener = server.LimitListener(ts.Listener, server.ConnLimits{Max: 2})
 	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
 			accepted.Add(1)
@@ -209,7 +212,7 @@ func TestLimitListenerCloseAndMethods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln := server.LimitListener(inner, 1)
+	ln := server.LimitListener(inner, server.ConnLimits{Max: 1})
 	c1, err := net.Dial("tcp", inner.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -410,6 +413,113 @@ func TestBodyIdleTimeoutHTTP2(t *testing.T) {
 	})
 }
 
+// A body whose request has not authenticated gets 5 s in all, however it
+// keeps moving; once the request has authenticated, only the idle
+// interval applies. Over HTTP/1.1 and HTTP/2 alike.
+func TestUnauthenticatedBodyTotal(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/key" {
+			server.Authenticated(r)
+		}
+		n, err := io.Copy(io.Discard, r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		fmt.Fprint(w, n)
+	})
+	for _, tlsOn := range []bool{false, true} {
+		ts := limitedServer(t, h, 8, idle, tlsOn)
+		for _, path := range []string{"/anonymous", "/key"} {
+			t.Run(fmt.Sprintf("tls %v %s", tlsOn, path), func(t *testing.T) {
+				t.Parallel()
+				pr, pw := io.Pipe()
+				go func() {
+					tick := time.NewTicker(100 * time.Millisecond)
+					defer tick.Stop()
+					for range 65 { // 6.5 s, well within each idle interval
+						<-tick.C
+						if _, err := pw.Write([]byte("0123456789")); err != nil {
+							return
+						}
+					}
+					pw.Close()
+				}()
+				req, _ := http.NewRequest("POST", ts.URL+path, pr)
+				start := time.Now()
+				resp, err := ts.Client().Do(req)
+				pr.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				body, _ := io.ReadAll(resp.Body)
+				took := time.Since(start)
+				if path == "/key" {
+					if resp.StatusCode != 200 || string(body) != "650" {
+						t.Errorf("an authenticated body over %s: %d %q, want all 650 bytes", took, resp.StatusCode, body)
+					}
+					return
+				}
+				if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(body), "did not arrive within 5s") {
+					t.Errorf("an unauthenticated body still moving: %d %q, want 408 after 5 s", resp.StatusCode, body)
+				}
+				if took < 5*time.Second || took > 7*time.Second {
+					t.Errorf("cut off after %s, want 5 s", took)
+				}
+			})
+		}
+	}
+}
+
+// One address holds at most its share of the unauthenticated connections
+// (8 of 16); once the open share is full (12), a connection from the
+// reserve is closed after 5 s unless it authenticates.
+func TestLimitListenerShares(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/key" {
+			server.Authenticated(r)
+		}
+	})
+	ts := limitedServer(t, h, 16, time.Second, false)
+	from := func(ip string) net.Conn {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+		c, err := d.Dial("tcp", ts.Listener.Addr().String())
+		if err != nil {
+			t.Skipf("cannot connect from %s (only Linux routes all of 127/8 to loopback): %v", ip, err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	// open counts the connections from ip the server has not closed.
+	flood := func(ip string, n int) *atomic.Int32 {
+		var open atomic.Int32
+		for range n {
+			c := from(ip)
+			open.Add(1)
+			go func() {
+				io.Copy(io.Discard, c)
+				open.Add(-1)
+			}()
+		}
+		return &open
+	}
+	a := flood("127.0.0.1", 12)
+	b := flood("127.0.0.3", 6)
+	get := func(c net.Conn, path string) {
+		t.Helper()
+		if resp, _ := roundTrip(t, c, bufio.NewReader(c), "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n"); resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d", path, resp.StatusCode)
+		}
+	}
+	authed := from("127.0.0.2")
+	get(authed, "/key") // from the reserve, and authenticated
+	testkit.Eventually(t, 2*time.Second, func() bool { return a.Load() == 8 && b.Load() == 5 })
+	testkit.Eventually(t, 10*time.Second, func() bool { return b.Load() == 4 })
+	get(authed, "/key")
+}
+
 // checkTimeout asserts the 408 request_timeout answer in the API's shape,
 // with the connection closing.
 func checkTimeout(t *testing.T, resp *http.Response, body string) {
@@ -445,7 +555,7 @@ func TestTLSLimitConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tl.LimitConnections(1)
+	tl.LimitConnections(server.ConnLimits{Max: 1})
 	tl.Serve(&http.Server{Handler: counting(), MaxHeaderBytes: server.MaxHeaderBytes})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

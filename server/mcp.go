@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 )
 
@@ -26,14 +27,35 @@ func (s *Server) mcpHandler(next http.Handler) http.Handler {
 		if mcpCORS.answer(w, r) {
 			return
 		}
-		h := w.Header()
 		key, err := s.authenticate(r)
 		if err != nil {
-			h.Set("WWW-Authenticate", `Bearer realm="blueline"`)
 			writeError(w, r, s.log, err)
 			return
 		}
 		s.keyUse.touch(r.Context(), key, s.now())
 		next.ServeHTTP(w, r)
 	})
+}
+
+// CheckKey tells whether an API request with the Authorization header's
+// value authorization, to routes that need scopes, would get past the key
+// check, the key's request limit and the scope check now: nil, or the
+// API's refusal (401, 429, 403). It counts as one of the key's requests.
+// The MCP endpoint asks it before work that a refused call must not cause:
+// send_message fetching an attachment's URL.
+func (s *Server) CheckKey(ctx context.Context, authorization string, scopes ...string) error {
+	key, err := s.keyFor(ctx, authorization)
+	if err != nil {
+		return err
+	}
+	s.keyUse.touch(ctx, key, s.now())
+	if ok, wait := s.limiter.allow(key.ID, s.now()); !ok {
+		return s.errRateLimited(wait)
+	}
+	for _, scope := range scopes {
+		if !hasScope(key, scope) {
+			return errInsufficientScope(scope)
+		}
+	}
+	return nil
 }

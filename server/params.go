@@ -21,12 +21,18 @@ import (
 type body map[string]json.RawMessage
 
 func (s *Server) readBody(r *http.Request) (body, error) {
-	data, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.opts.MaxBodyBytes))
+	limit := s.opts.MaxBodyBytes
+	tooLarge := &Error{Status: http.StatusRequestEntityTooLarge, Type: typeInvalidRequest, Code: "request_too_large",
+		Message: "The request body is larger than " + strconv.FormatInt(limit, 10) + " bytes."}
+	if r.ContentLength > limit {
+		dropOvershoot(r, 0, limit)
+		return nil, tooLarge
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, limit))
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return nil, &Error{Status: http.StatusRequestEntityTooLarge, Type: typeInvalidRequest, Code: "request_too_large",
-				Message: "The request body is larger than " + strconv.FormatInt(s.opts.MaxBodyBytes, 10) + " bytes."}
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			dropOvershoot(r, limit+1, limit) // the reader reads one byte past the limit
+			return nil, tooLarge
 		}
 		return nil, errInvalidRequest("invalid_json", "The request body could not be read.")
 	}
@@ -188,7 +194,9 @@ func (s *Server) lineFor(r *http.Request, value, param string) (storage.Line, er
 	} else {
 		h, err := handle.Normalize(value)
 		if err != nil {
-			return l, errInvalid(param, "%s must be a line's phone number or account-ID handle.", param)
+			e := errHandle(param, value, err)
+			e.Message += " A line is named by its handle or its ln_ ID."
+			return l, e
 		}
 		l, ok = s.db.LineByHandle(h)
 	}
@@ -223,15 +231,17 @@ func (s *Server) resolveTo(r *http.Request, line storage.Line, value string) (ta
 		}
 		return target{chat: c, found: true, contact: c.Identifier}, err
 	}
-	h, err := handle.Normalize(value)
-	if err != nil {
+	h, herr := handle.Normalize(value)
+	if herr != nil {
 		// Not a handle: perhaps a group's identifier ("chat…").
 		c, err := s.db.ChatByIdentifier(r.Context(), line.ID, value)
 		if err == nil {
 			err = s.hideSandboxChat(r.Context(), line, c)
 		}
 		if errors.Is(err, storage.ErrNotFound) {
-			return target{}, errInvalid("to", "to must be a phone number, an account-ID handle, a cht_ chat ID or a chat identifier.")
+			e := errHandle("to", value, herr)
+			e.Message += " A chat is named by its cht_ ID or, for a group, its identifier (chat…)."
+			return target{}, e
 		}
 		return target{chat: c, found: err == nil, contact: c.Identifier}, err
 	}

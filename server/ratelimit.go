@@ -33,6 +33,12 @@ func (l *limiter) allow(keyID string, now time.Time) (ok bool, retryAfter time.D
 		l.buckets[keyID] = b
 	}
 	l.mu.Unlock()
+	return take(b, now)
+}
+
+// take takes one token from b; when there is none it takes nothing and
+// returns how long until there is one.
+func take(b *rate.Limiter, now time.Time) (ok bool, retryAfter time.Duration) {
 	r := b.ReserveN(now, 1)
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)

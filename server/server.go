@@ -17,6 +17,7 @@ import (
 
 	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge"
+	"github.com/blueline-app/blueline/sse"
 	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/webhook"
 )
@@ -79,7 +80,22 @@ type Options struct {
 	// MCP is served at /mcp (MCPPath) on the API listener, to requests
 	// with a valid API key only (see mcpHandler); nil serves none.
 	MCP http.Handler
+	// StreamsPerKey is how many event streams (GET /v1/events) one API
+	// key may hold open at once; more are refused 429 too_many_streams.
+	// DefaultStreamsPerKey when 0.
+	StreamsPerKey int
+	// StreamLifetime is how long an event stream lasts before the server
+	// ends it and the client resumes (Last-Event-ID);
+	// DefaultStreamLifetime when 0.
+	StreamLifetime time.Duration
 }
+
+// Defaults of the event streams' limits, as [limits] streams_per_key and
+// stream_lifetime have them.
+const (
+	DefaultStreamsPerKey  = 4
+	DefaultStreamLifetime = time.Hour
+)
 
 // Server serves the API.
 type Server struct {
@@ -91,9 +107,12 @@ type Server struct {
 	limiter *limiter
 	keyUse  *keyUse
 	now     func() time.Time
-	// availability keeps the networks' availability answers.
+	// availability keeps the networks' availability answers; lookups is
+	// the guarded lines' budget of lookups that are not kept answers.
 	availability *availabilityCache
+	lookups      lookupBudget
 
+	streams      *sse.Slots    // open event streams per key
 	streamsDone  chan struct{} // closed by CloseStreams
 	closeStreams sync.Once
 }
@@ -103,13 +122,19 @@ func New(db *storage.DB, inbound InboundRecorder, files FileStore, opts Options,
 	if opts.Advanced == nil {
 		opts.Advanced = func(l storage.Line) bool { return l.AdvancedFeatures }
 	}
+	if opts.StreamsPerKey == 0 {
+		opts.StreamsPerKey = DefaultStreamsPerKey
+	}
+	if opts.StreamLifetime == 0 {
+		opts.StreamLifetime = DefaultStreamLifetime
+	}
 	now := time.Now
 	if opts.Now != nil {
 		now = opts.Now
 	}
 	return &Server{db: db, inbound: inbound, files: files, opts: opts, log: log, limiter: newLimiter(opts.RequestsPerHour),
 		keyUse: &keyUse{db: db, last: map[string]time.Time{}}, now: now, streamsDone: make(chan struct{}),
-		availability: newAvailabilityCache(opts.AvailabilityTTL)}
+		streams: sse.NewSlots(opts.StreamsPerKey), availability: newAvailabilityCache(opts.AvailabilityTTL)}
 }
 
 // apiHandler handles an authenticated request; an error it returns is
@@ -188,14 +213,22 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, scope string, 
 		s.keyUse.touch(r.Context(), key, s.now())
 	}
 	if ok, wait := s.limiter.allow(key.ID, s.now()); !inProcess && !ok {
-		return &Error{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: "rate_limit_exceeded",
-			Message:    fmt.Sprintf("This API key made more than %d requests in the last hour.", s.opts.RequestsPerHour),
-			RetryAfter: retrySeconds(wait)}
+		return s.errRateLimited(wait)
 	}
 	if scope != anyScope && !hasScope(key, scope) {
-		return errForbidden("insufficient_scope", "This API key lacks the %s scope.", scope)
+		return errInsufficientScope(scope)
 	}
 	return h(w, r.WithContext(context.WithValue(r.Context(), apiKeyKey, key)))
+}
+
+func (s *Server) errRateLimited(wait time.Duration) *Error {
+	return &Error{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: "rate_limit_exceeded",
+		Message:    fmt.Sprintf("This API key made more than %d requests in the last hour.", s.opts.RequestsPerHour),
+		RetryAfter: retrySeconds(wait)}
+}
+
+func errInsufficientScope(scope string) *Error {
+	return errForbidden("insufficient_scope", "This API key lacks the %s scope.", scope)
 }
 
 // withRequestID gives each request an ID, logs it and, when m is set,
@@ -239,7 +272,7 @@ type corsPolicy struct {
 }
 
 var apiCORS = corsPolicy{
-	expose:       "X-Request-Id, Retry-After, Location, Idempotent-Replayed, Content-Disposition, Content-Range",
+	expose:       "X-Request-Id, Retry-After, Location, Idempotent-Replayed, Content-Disposition, Content-Range, WWW-Authenticate",
 	allowHeaders: "Authorization, Content-Type, Idempotency-Key, X-Filename, Range",
 }
 

@@ -124,12 +124,12 @@ func (t *TLS) Addr() net.Addr { return t.httpsLn.Addr() }
 // HTTPAddr is the address of the challenge and redirect server.
 func (t *TLS) HTTPAddr() net.Addr { return t.httpLn.Addr() }
 
-// LimitConnections keeps at most n connections open on each of the HTTPS
-// and HTTP listeners (see LimitListener); a flood on the HTTP port then
-// cannot keep the API from being served. Call it before Serve.
-func (t *TLS) LimitConnections(n int) {
-	t.httpsLn = LimitListener(t.httpsLn, n)
-	t.httpLn = LimitListener(t.httpLn, n)
+// LimitConnections holds each of the HTTPS and HTTP listeners to l (see
+// LimitListener); a flood on the HTTP port then cannot keep the API from
+// being served. Call it before Serve.
+func (t *TLS) LimitConnections(l ConnLimits) {
+	t.httpsLn = LimitListener(t.httpsLn, l)
+	t.httpLn = LimitListener(t.httpLn, l)
 }
 
 // Serve starts obtaining certificates (or loading them from storage) and

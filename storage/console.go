@@ -106,7 +106,8 @@ func (db *DB) Sessions(ctx context.Context, now int64) ([]Session, error) {
 }
 
 // RevokeSessions ends the sessions whose ID is in ids, or every session
-// when ids is empty. It answers how many ended.
+// when ids is empty, and wakes their streams (Revoked). It answers how
+// many ended.
 func (db *DB) RevokeSessions(ctx context.Context, ids ...string) (int, error) {
 	n := 0
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
@@ -126,6 +127,9 @@ func (db *DB) RevokeSessions(ctx context.Context, ids ...string) (int, error) {
 			return err
 		}
 		n = len(gone)
+		if n > 0 {
+			tx.OnCommit(db.revocations.broadcast)
+		}
 		return deleteKeys(b, gone)
 	})
 	return n, err

@@ -85,7 +85,8 @@ type DB struct {
 
 	outboxReady   chan struct{}
 	webhooksReady chan struct{}
-	events        eventsSignal
+	events        signal
+	revocations   signal // keys revoked, console sessions ended (keys.go)
 	typing        typingState
 }
 

@@ -24,14 +24,15 @@ type Event struct {
 	EventSubject
 }
 
-// eventsSignal wakes every reader waiting for events: a channel closed at
-// each commit that adds some, and replaced.
-type eventsSignal struct {
+// signal wakes everyone waiting for a kind of change (events added,
+// credentials revoked): a channel closed at each commit that makes one,
+// and replaced.
+type signal struct {
 	mu sync.Mutex
 	ch chan struct{}
 }
 
-func (s *eventsSignal) wait() <-chan struct{} {
+func (s *signal) wait() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ch == nil {
@@ -40,7 +41,7 @@ func (s *eventsSignal) wait() <-chan struct{} {
 	return s.ch
 }
 
-func (s *eventsSignal) broadcast() {
+func (s *signal) broadcast() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ch != nil {

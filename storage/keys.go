@@ -82,7 +82,8 @@ func (db *DB) Keys(ctx context.Context) ([]Key, error) {
 	return keys, err
 }
 
-// RevokeKey revokes a key at once: the next request made with it fails.
+// RevokeKey revokes a key at once: the next request made with it fails,
+// and Revoked wakes the streams open with it.
 func (db *DB) RevokeKey(ctx context.Context, id string) error {
 	return db.bolt.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bktKeys)
@@ -97,8 +98,28 @@ func (db *DB) RevokeKey(ctx context.Context, id string) error {
 		if err := tx.Bucket(bktKeyHashes).Delete(k.Hash); err != nil {
 			return err
 		}
+		tx.OnCommit(db.revocations.broadcast)
 		return putJSON(b, []byte(id), k)
 	})
+}
+
+// Revoked is closed after the next commit that revokes a key or ends
+// console sessions (RevokeSessions), wherever it was asked for: the admin
+// socket, the console. What holds a credential open for long (an event
+// stream) takes it, checks its credential, and checks again when it
+// closes. Take it before the check, so that no revocation in between is
+// missed.
+func (db *DB) Revoked() <-chan struct{} { return db.revocations.wait() }
+
+// Fired reports whether a signal taken from Revoked (or EventsChanged) has
+// fired, without waiting.
+func Fired(signal <-chan struct{}) bool {
+	select {
+	case <-signal:
+		return true
+	default:
+		return false
+	}
 }
 
 // TouchKey records that a key was used at (Unix ms). A revoked or unknown

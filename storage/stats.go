@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -41,6 +42,23 @@ func (db *DB) QueueStats(ctx context.Context) (QueueStats, error) {
 		return nil
 	})
 	return s, err
+}
+
+// WaitingDeliveries counts the deliveries waiting for an attempt of the
+// given webhooks, as QueueStats' WebhookDeliveries does for all.
+func (db *DB) WaitingDeliveries(ctx context.Context, webhookIDs ...string) (int, error) {
+	n := 0
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bktDeliveriesDue).Cursor()
+		for _, id := range webhookIDs {
+			prefix := []byte(id)
+			for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+				n++
+			}
+		}
+		return nil
+	})
+	return n, err
 }
 
 // idTime is the creation time (Unix ms) an ID leads with, 0 if it has none.

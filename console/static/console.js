@@ -1,13 +1,10 @@
-// Blueline console: live conversation updates, copy buttons, confirmations
-// and the login link's sign-in. Every page works without this script.
+// Blueline console: live conversation updates, copy buttons and
+// confirmations. Every page works without this script. It never submits
+// the login link's form: a mail scanner that runs scripts would spend the
+// link and get a session; only a person pressing the button signs in.
 "use strict";
 
 document.addEventListener("DOMContentLoaded", function () {
-  var auto = document.querySelector("form[data-autosubmit]");
-  if (auto) {
-    auto.submit();
-  }
-
   document.querySelectorAll("[data-copy]").forEach(function (button) {
     button.addEventListener("click", function () {
       var source = document.getElementById(button.dataset.copy);
