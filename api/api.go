@@ -1,5 +1,6 @@
 // Package api holds the JSON shapes of Blueline's HTTP API: what the
-// server writes, and what its clients (the console, the Go client) read.
+// server writes, and what its clients (the console, the Go client) read,
+// the events its webhooks and event stream deliver included (events.go).
 // Fields the reference service leaves null are pointers; a field added by
 // Blueline says so.
 package api

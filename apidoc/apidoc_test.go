@@ -19,11 +19,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/apidoc"
 	"github.com/blueline-app/blueline/apitest"
 	"github.com/blueline-app/blueline/cli"
 	"github.com/blueline-app/blueline/daemontest"
-	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/testkit"
 )
 
@@ -44,9 +44,9 @@ func TestDocumentLoads(t *testing.T) {
 		events = append(events, name)
 	}
 	slices.Sort(events)
-	want := slices.Sorted(slices.Values(storage.WebhookEvents))
+	want := slices.Sorted(slices.Values(api.WebhookEvents))
 	if !slices.Equal(events, want) {
-		t.Errorf("webhooks %v, want storage.WebhookEvents %v", events, want)
+		t.Errorf("webhooks %v, want api.WebhookEvents %v", events, want)
 	}
 	enum := doc.Components.Schemas["WebhookEventName"].Value.Enum
 	if len(enum) != len(want) {
@@ -424,7 +424,7 @@ func TestLiveWebhooks(t *testing.T) {
 	t.Cleanup(recv.Close)
 	td := startDaemon(t, "[webhooks]\nallow_http = true\nallow_private_networks = true\n")
 
-	created := td.do(201, "POST", "/v1/webhooks", map[string]any{"from": mainLine, "url": recv.URL + "/hook", "events": storage.WebhookEvents})
+	created := td.do(201, "POST", "/v1/webhooks", map[string]any{"from": mainLine, "url": recv.URL + "/hook", "events": api.WebhookEvents})
 	td.do(200, "GET", "/v1/webhooks?from="+mainLine, nil)
 	td.doInvalid(400, "POST", "/v1/webhooks", map[string]any{"from": mainLine, "url": recv.URL, "events": []string{"typing.started"}})
 

@@ -25,7 +25,6 @@ import (
 	"time"
 
 	"github.com/blueline-app/blueline/config"
-	"github.com/blueline-app/blueline/files"
 )
 
 // Targets of the files mode.
@@ -226,7 +225,7 @@ func allowUploads(e *env, size int64) error {
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	_, err = fmt.Fprintf(f, "\n[files]\nmax_upload_bytes = %d\n", max(size, files.DefaultMaxUploadBytes))
+	_, err = fmt.Fprintf(f, "\n[files]\nmax_upload_bytes = %d\n", max(size, config.Default().Files.MaxUploadBytes))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/client"
 )
 
@@ -197,7 +198,7 @@ func (l *listener) print(ev client.StreamedEvent) {
 }
 
 // eventSummary is the gist of an event, for its line.
-func eventSummary(ev client.Event) string {
+func eventSummary(ev api.Event) string {
 	switch {
 	case strings.HasPrefix(ev.Type, "message."):
 		m, err := ev.Message()
@@ -281,7 +282,7 @@ func (l *listener) forward(ctx context.Context, ev client.StreamedEvent) {
 
 // post signs ev at time at, as the daemon signs a delivery, posts it, and
 // returns the answer's status; an error when none came or it is not a 2xx.
-func (l *listener) post(ctx context.Context, ev client.Event, at time.Time) (int, error) {
+func (l *listener) post(ctx context.Context, ev api.Event, at time.Time) (int, error) {
 	body, header, err := client.SignWebhook(l.secret, ev, at)
 	if err != nil {
 		return 0, err

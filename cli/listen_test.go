@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/client"
 )
 
@@ -134,11 +135,11 @@ func TestEventSummary(t *testing.T) {
 	if got := eventSummary(ev); got != "  a <b> & c ✓" && !strings.Contains(got, "a <b> & c ✓") {
 		t.Errorf("summary %q", got)
 	}
-	r := client.Event{Type: "reaction.added", Data: json.RawMessage(`{"id":"rxn_1","message_id":"msg_1","type":"love","sender":"+1555","added":true}`)}
+	r := api.Event{Type: "reaction.added", Data: json.RawMessage(`{"id":"rxn_1","message_id":"msg_1","type":"love","sender":"+1555","added":true}`)}
 	if got, want := eventSummary(r), "+1555  added love on msg_1"; got != want {
 		t.Errorf("summary %q, want %q", got, want)
 	}
-	if got := strconv.Quote(eventSummary(client.Event{Type: "chat.updated", Data: json.RawMessage(`{"x":1}`)})); got != strconv.Quote(`{"x":1}`) {
+	if got := strconv.Quote(eventSummary(api.Event{Type: "chat.updated", Data: json.RawMessage(`{"x":1}`)})); got != strconv.Quote(`{"x":1}`) {
 		t.Errorf("summary %s", got)
 	}
 }

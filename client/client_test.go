@@ -384,7 +384,7 @@ func TestWebhooksAndSandbox(t *testing.T) {
 	c := td.client(td.key("", ""))
 
 	hook, err := c.Webhooks.Create(ctx, client.WebhookCreateParams{From: plainLine, URL: "https://93.184.215.14/hook",
-		Events: []string{client.EventMessageReceived, client.EventReactionAdded}})
+		Events: []string{api.EventMessageReceived, api.EventReactionAdded}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +407,7 @@ func TestWebhooksAndSandbox(t *testing.T) {
 	}
 	_, err = c.Webhooks.Delete(ctx, hook.ID)
 	apiErr(t, err, client.ErrNotFound, 404, "webhook_not_found")
-	_, err = c.Webhooks.Create(ctx, client.WebhookCreateParams{From: plainLine, URL: "https://127.0.0.1/hook", Events: []string{client.EventMessageReceived}})
+	_, err = c.Webhooks.Create(ctx, client.WebhookCreateParams{From: plainLine, URL: "https://127.0.0.1/hook", Events: []string{api.EventMessageReceived}})
 	if e := apiErr(t, err, client.ErrInvalidRequest, 400, "invalid_parameter_value"); e.Param != "url" {
 		t.Errorf("param %q", e.Param)
 	}
@@ -565,7 +565,7 @@ func TestIdempotency(t *testing.T) {
 func TestSignAndVerifyWebhook(t *testing.T) {
 	const secret = "whsec_test"
 	now := time.UnixMilli(1795434708300)
-	ev := client.Event{Type: client.EventMessageReceived,
+	ev := api.Event{Type: api.EventMessageReceived,
 		Data: []byte(`{"id":"msg_1","chat_id":"cht_1","guid":"G","sender":"+15551230001","text":"hi","attachments":[],"is_from_me":false,"sent_at":1,"line_handle":"+15550000001"}`)}
 	body, header, err := client.SignWebhook(secret, ev, now)
 	if err != nil {
@@ -652,7 +652,7 @@ func TestWebhookDelivery(t *testing.T) {
 	c := td.client(td.key("", ""))
 	ctx := t.Context()
 	hook, err := c.Webhooks.Create(ctx, client.WebhookCreateParams{From: mainLine, URL: rc.Server.URL + "/hook",
-		Events: []string{client.EventMessageReceived, client.EventMessageSent, client.EventReactionAdded}})
+		Events: []string{api.EventMessageReceived, api.EventMessageSent, api.EventReactionAdded}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -670,7 +670,7 @@ func TestWebhookDelivery(t *testing.T) {
 	waitSent(t, c, r.ID)
 
 	testkit.Eventually(t, 10*time.Second, func() bool { return len(rc.Requests()) >= 3 })
-	events := map[string]*client.Event{}
+	events := map[string]*api.Event{}
 	for _, h := range rc.Requests() {
 		ev, err := client.VerifyWebhook(hook.Secret, h.Header, h.Raw, 0, time.Now())
 		if err != nil {
@@ -684,18 +684,18 @@ func TestWebhookDelivery(t *testing.T) {
 			t.Errorf("wrong secret: %v", err)
 		}
 	}
-	for _, name := range []string{client.EventMessageReceived, client.EventMessageSent, client.EventReactionAdded} {
+	for _, name := range []string{api.EventMessageReceived, api.EventMessageSent, api.EventReactionAdded} {
 		if events[name] == nil {
 			t.Fatalf("no %s event among %d deliveries", name, len(rc.Requests()))
 		}
 	}
-	if m, err := events[client.EventMessageReceived].Message(); err != nil || m.ID != in.ID || *m.Text != "hello hook" || m.LineHandle != mainLine {
+	if m, err := events[api.EventMessageReceived].Message(); err != nil || m.ID != in.ID || *m.Text != "hello hook" || m.LineHandle != mainLine {
 		t.Errorf("message.received: %+v, %v", m, err)
 	}
-	if m, err := events[client.EventMessageSent].Message(); err != nil || !m.IsFromMe || m.OutboxID == nil || *m.OutboxID != sent.ID {
+	if m, err := events[api.EventMessageSent].Message(); err != nil || !m.IsFromMe || m.OutboxID == nil || *m.OutboxID != sent.ID {
 		t.Errorf("message.sent: %+v, %v", m, err)
 	}
-	if rx, err := events[client.EventReactionAdded].Reaction(); err != nil || rx.MessageID != in.ID || rx.Type != "like" || rx.ChatID != in.ChatID {
+	if rx, err := events[api.EventReactionAdded].Reaction(); err != nil || rx.MessageID != in.ID || rx.Type != "like" || rx.ChatID != in.ChatID {
 		t.Errorf("reaction.added: %+v, %v", rx, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/sse"
 )
 
@@ -37,9 +38,9 @@ type EventStreamParams struct {
 }
 
 // StreamedEvent is an event of the stream: the body a webhook would get
-// (Event; its DeliveryID is the event's evt_ ID), and its position.
+// (api.Event; its DeliveryID is the event's evt_ ID), and its position.
 type StreamedEvent struct {
-	Event
+	api.Event
 	// Seq is the event's position: pass it as After to resume after it.
 	Seq uint64
 	// Raw is the body exactly as the server sent it.

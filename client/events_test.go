@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/client"
 	"github.com/blueline-app/blueline/server"
 )
@@ -50,7 +51,7 @@ func TestEventStream(t *testing.T) {
 	first := td.Inbound(mainLine, alice, "one")
 	ev := next()
 	m, err := ev.Message()
-	if err != nil || ev.Type != client.EventMessageReceived || m.ID != first.ID || m.LineHandle != mainLine || ev.Seq == 0 {
+	if err != nil || ev.Type != api.EventMessageReceived || m.ID != first.ID || m.LineHandle != mainLine || ev.Seq == 0 {
 		t.Fatalf("first event: %+v %+v %v", ev, m, err)
 	}
 	if ev.DeliveryID == "" || ev.Timestamp == 0 {

@@ -234,7 +234,7 @@ type WebhookService struct{ c *Client }
 type WebhookCreateParams struct {
 	From   string   `json:"from"`   // the line (required)
 	URL    string   `json:"url"`    // an https:// URL (required)
-	Events []string `json:"events"` // Event… constants, at least one (required)
+	Events []string `json:"events"` // api.Event… constants, at least one (required)
 }
 
 // Create registers a webhook; the answer carries its Secret, which

@@ -9,26 +9,10 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/webhook/signature"
-)
-
-// Event kinds. The first four are the reference service's; a webhook gets
-// the others only when it names them.
-const (
-	EventMessageReceived  = "message.received"
-	EventMessageSent      = "message.sent"
-	EventReactionAdded    = "reaction.added"
-	EventReactionRemoved  = "reaction.removed"
-	EventMessageFailed    = "message.failed"
-	EventMessageEdited    = "message.edited"
-	EventMessageUnsent    = "message.unsent"
-	EventMessageDelivered = "message.delivered"
-	EventReceiptRead      = "receipt.read"
-	EventChatUpdated      = "chat.updated"
 )
 
 // The headers of a webhook delivery.
@@ -46,91 +30,6 @@ const DefaultTolerance = signature.Tolerance
 // or timestamp missing, not matching, or too far from now.
 var ErrSignature = errors.New("blueline: webhook signature verification failed")
 
-// Event is a webhook delivery's body.
-type Event struct {
-	Type       string          `json:"event"` // one of the Event… constants
-	Data       json.RawMessage `json:"data"`  // decode with Message, Reaction, Receipt, Chat or Decode
-	Timestamp  int64           `json:"timestamp"`
-	DeliveryID string          `json:"delivery_id"` // the same on every attempt: drop repeats by it
-	// Test marks an event `blueline webhooks test` sent: its data is a
-	// sample about nothing stored.
-	Test bool `json:"test,omitempty"`
-}
-
-// Time is the event's timestamp.
-func (e *Event) Time() time.Time { return time.UnixMilli(e.Timestamp) }
-
-// MessageData is the data of the message.* events: the message as
-// Messages.List shows it, and the line's handle.
-type MessageData struct {
-	api.Message
-	LineHandle string `json:"line_handle"`
-}
-
-// ReactionData is the data of the reaction.* events.
-type ReactionData struct {
-	api.Reaction
-	LineHandle string `json:"line_handle"`
-}
-
-// ReceiptData is the data of receipt.read.
-type ReceiptData struct {
-	api.Receipt
-	LineHandle string `json:"line_handle"`
-}
-
-// ChatData is the data of chat.updated: the chat after the change, and the
-// change.
-type ChatData struct {
-	api.Chat
-	ChatID     string     `json:"chat_id"`
-	Change     ChatChange `json:"change"`
-	LineHandle string     `json:"line_handle"`
-}
-
-// ChatChange is what changed in a group chat.
-type ChatChange struct {
-	// Action is participant_added, participant_removed, participant_left,
-	// renamed, photo_changed or photo_removed.
-	Action      string  `json:"action"`
-	Participant *string `json:"participant"`
-	Name        *string `json:"name"`
-	By          *string `json:"by"`
-	IsFromMe    bool    `json:"is_from_me"`
-	At          int64   `json:"at"`
-}
-
-// Decode decodes the event's data into v.
-func (e *Event) Decode(v any) error {
-	if err := json.Unmarshal(e.Data, v); err != nil {
-		return fmt.Errorf("blueline: decode %s data: %w", e.Type, err)
-	}
-	return nil
-}
-
-// Message decodes the data of a message.* event.
-func (e *Event) Message() (*MessageData, error) { return decodeData[MessageData](e, "message.") }
-
-// Reaction decodes the data of a reaction.* event.
-func (e *Event) Reaction() (*ReactionData, error) { return decodeData[ReactionData](e, "reaction.") }
-
-// Receipt decodes the data of a receipt.* event.
-func (e *Event) Receipt() (*ReceiptData, error) { return decodeData[ReceiptData](e, "receipt.") }
-
-// Chat decodes the data of a chat.* event.
-func (e *Event) Chat() (*ChatData, error) { return decodeData[ChatData](e, "chat.") }
-
-func decodeData[T any](e *Event, prefix string) (*T, error) {
-	if !strings.HasPrefix(e.Type, prefix) {
-		return nil, fmt.Errorf("blueline: a %s event has no %s… data", e.Type, prefix)
-	}
-	var v T
-	if err := e.Decode(&v); err != nil {
-		return nil, err
-	}
-	return &v, nil
-}
-
 // VerifyWebhook checks a delivery and returns its event. The signature
 // (X-Webhook-Signature) must be HMAC-SHA256 keyed by secret over the
 // timestamp, a dot and the raw body, compared in constant time; the
@@ -139,7 +38,7 @@ func decodeData[T any](e *Event, prefix string) (*T, error) {
 // reference SDK does), and be within tolerance of now (0 is
 // DefaultTolerance). Pass the body exactly as received. Every refusal
 // wraps ErrSignature.
-func VerifyWebhook(secret string, header http.Header, body []byte, tolerance time.Duration, now time.Time) (*Event, error) {
+func VerifyWebhook(secret string, header http.Header, body []byte, tolerance time.Duration, now time.Time) (*api.Event, error) {
 	if tolerance <= 0 {
 		tolerance = DefaultTolerance
 	}
@@ -147,7 +46,7 @@ func VerifyWebhook(secret string, header http.Header, body []byte, tolerance tim
 	if sig == "" {
 		return nil, fmt.Errorf("%w: no %s header", ErrSignature, HeaderSignature)
 	}
-	var ev Event
+	var ev api.Event
 	// Decoding before verifying only reads the timestamp; nothing of the
 	// event is trusted or returned unless the signature matches.
 	if err := json.Unmarshal(body, &ev); err != nil {
@@ -181,7 +80,7 @@ func VerifyWebhook(secret string, header http.Header, body []byte, tolerance tim
 // X-Webhook-Timestamp and X-Webhook-Delivery-Id. To forward an event
 // re-signed for another receiver, pass time.Now(); to keep its timestamp,
 // pass ev.Time().
-func SignWebhook(secret string, ev Event, at time.Time) (body []byte, header http.Header, err error) {
+func SignWebhook(secret string, ev api.Event, at time.Time) (body []byte, header http.Header, err error) {
 	ev.Timestamp = at.UnixMilli()
 	if ev.DeliveryID == "" {
 		ev.DeliveryID = newDeliveryID()

@@ -262,6 +262,15 @@ type Webhooks struct {
 	Retention            Duration   `toml:"retention"`              // how long delivery records are kept
 }
 
+// Schedule is RetrySchedule as the dispatcher takes it.
+func (w Webhooks) Schedule() []time.Duration {
+	out := make([]time.Duration, len(w.RetrySchedule))
+	for i, d := range w.RetrySchedule {
+		out[i] = d.Duration
+	}
+	return out
+}
+
 // Delivery tunes the workers that hand outgoing messages to the bridges.
 type Delivery struct {
 	MaxAttempts int      `toml:"max_attempts"`

@@ -100,12 +100,13 @@ func checkListen(k *checker, key, addr, example string) bool {
 func (c *Config) checkTLS(k *checker) {
 	t := &c.TLS
 	if !t.Enabled() {
+		def := defaults().TLS
 		changed := []struct {
 			name string
 			set  bool
 		}{
-			{"email", t.Email != ""}, {"ca", t.CA != "production"}, {"http_listen", t.HTTPListen != ":80"},
-			{"https_listen", t.HTTPSListen != ":443"}, {"trusted_roots", t.TrustedRoots != ""},
+			{"email", t.Email != def.Email}, {"ca", t.CA != def.CA}, {"http_listen", t.HTTPListen != def.HTTPListen},
+			{"https_listen", t.HTTPSListen != def.HTTPSListen}, {"trusted_roots", t.TrustedRoots != def.TrustedRoots},
 		}
 		for _, s := range changed {
 			if s.set {

@@ -60,7 +60,8 @@ type Options struct {
 	TLS func() string
 	// StreamsPerSession is how many live chat streams one session may
 	// hold open at once, StreamLifetime how long each lasts before the
-	// browser reconnects; the API's defaults for keys when 0.
+	// browser reconnects: the API's limits for keys ([limits]
+	// streams_per_key and stream_lifetime).
 	StreamsPerSession int
 	StreamLifetime    time.Duration
 }
@@ -89,12 +90,6 @@ func New(opts Options) (*Console, error) {
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"
-	}
-	if opts.StreamsPerSession == 0 {
-		opts.StreamsPerSession = server.DefaultStreamsPerKey
-	}
-	if opts.StreamLifetime == 0 {
-		opts.StreamLifetime = server.DefaultStreamLifetime
 	}
 	pages, err := parsePages()
 	if err != nil {

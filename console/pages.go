@@ -251,9 +251,9 @@ func (c *Console) lastTraffic(ctx context.Context, sc *scope) (map[string][2]int
 		}
 		t := out[e.LineID]
 		switch e.Name {
-		case storage.EventMessageReceived:
+		case api.EventMessageReceived:
 			t[0] = e.At
-		case storage.EventMessageSent:
+		case api.EventMessageSent:
 			t[1] = e.At
 		}
 		out[e.LineID] = t
@@ -579,7 +579,7 @@ func (c *Console) webhooksPage(w http.ResponseWriter, r *http.Request, status in
 		c.fail(w, r, nil, err)
 		return
 	}
-	p.fill(map[string]any{"Webhooks": hooks, "Lines": lines, "Events": storage.WebhookEvents})
+	p.fill(map[string]any{"Webhooks": hooks, "Lines": lines, "Events": api.WebhookEvents, "StandardEvents": api.StandardEvents})
 	p.Title = "Webhooks"
 	c.render(w, r, status, "webhooks", nil, p)
 }

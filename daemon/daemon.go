@@ -147,12 +147,8 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 		}
 		return checks
 	}
-	schedule := make([]time.Duration, len(cfg.Webhooks.RetrySchedule))
-	for i, d := range cfg.Webhooks.RetrySchedule {
-		schedule[i] = d.Duration
-	}
 	hookOpts := webhook.Options{
-		Schedule: schedule, Timeout: cfg.Webhooks.Timeout.Duration, DisableAfter: cfg.Webhooks.DisableAfter.Duration,
+		Schedule: cfg.Webhooks.Schedule(), Timeout: cfg.Webhooks.Timeout.Duration, DisableAfter: cfg.Webhooks.DisableAfter.Duration,
 		Lanes: cfg.Webhooks.Concurrency, Policy: policy, RootCAs: roots, Retention: cfg.Webhooks.Retention.Duration,
 		Metrics: mtr,
 	}

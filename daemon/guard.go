@@ -31,13 +31,9 @@ func guardPolicies(cfg *config.Config, lines []storage.Line) guardSet {
 	return set
 }
 
-// policy is a line's guard (server.Options.Guard).
-func (s guardSet) policy(l storage.Line) server.GuardPolicy {
-	if p, ok := s[l.ID]; ok {
-		return p
-	}
-	return server.DefaultGuard
-}
+// policy is a line's guard (server.Options.Guard); a line the daemon does
+// not serve has none.
+func (s guardSet) policy(l storage.Line) server.GuardPolicy { return s[l.ID] }
 
 // pace is the delivery worker's pace of the guarded lines.
 func (s guardSet) pace() map[string]time.Duration {

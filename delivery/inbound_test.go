@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/bridge/sim"
 	"github.com/blueline-app/blueline/storage"
@@ -106,7 +107,7 @@ func TestReceiverRecordUpdate(t *testing.T) {
 
 	edited := "hello"
 	m, events, err := e.recv.RecordUpdate(ctx, bridge.MessageUpdate{Line: mainLine, GUID: guid, Text: &edited, EditedAt: time.UnixMilli(5)})
-	if err != nil || !slices.Equal(events, []string{storage.EventMessageEdited}) || *m.Text != "hello" || m.EditedAt != 5 {
+	if err != nil || !slices.Equal(events, []string{api.EventMessageEdited}) || *m.Text != "hello" || m.EditedAt != 5 {
 		t.Fatalf("edit: %+v %v %v", m, events, err)
 	}
 	// The same update again is nothing new.

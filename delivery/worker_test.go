@@ -56,7 +56,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs, err := files.Open(ctx, t.TempDir(), db, files.Options{})
+	fs, err := files.Open(ctx, t.TempDir(), db, files.Options{MaxUploadBytes: 10 << 20, URLTTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/apitest"
 	"github.com/blueline-app/blueline/cli"
 	"github.com/blueline-app/blueline/client"
@@ -212,9 +213,9 @@ func TestListenFilters(t *testing.T) {
 	// Without --forward-to, --json prints each event's body.
 	p := td.startCLI(t, "listen", "--line", smsLine, "--json")
 	lines = p.waitLines(2)
-	var evs []client.Event
+	var evs []api.Event
 	for _, line := range lines {
-		var ev client.Event
+		var ev api.Event
 		if err := json.Unmarshal([]byte(line), &ev); err != nil {
 			t.Fatalf("%q: %v", line, err)
 		}
@@ -244,7 +245,7 @@ func TestListenSince(t *testing.T) {
 	texts := func(b *bgCLI, n int) []string {
 		var out []string
 		for _, line := range b.waitLines(n) {
-			var ev client.Event
+			var ev api.Event
 			if err := json.Unmarshal([]byte(line), &ev); err != nil {
 				t.Fatal(err)
 			}

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge/messages/chatdb/chatdbtest"
 	"github.com/blueline-app/blueline/bridge/messages/typedstream"
-	"github.com/blueline-app/blueline/client"
 )
 
 // BenchmarkMessagesICloudFlood is Messages in iCloud writing 10,000 old
@@ -89,10 +89,8 @@ func BenchmarkMessagesICloudFlood(b *testing.B) {
 		hc     *hookClock
 		events []string
 	}{
-		{all, []string{client.EventMessageReceived, client.EventMessageSent, client.EventReactionAdded, client.EventReactionRemoved,
-			client.EventMessageFailed, client.EventMessageEdited, client.EventMessageUnsent, client.EventMessageDelivered,
-			client.EventReceiptRead, client.EventChatUpdated}},
-		{four, []string{client.EventMessageReceived, client.EventMessageSent, client.EventReactionAdded, client.EventReactionRemoved}},
+		{all, api.WebhookEvents},
+		{four, api.StandardEvents},
 	} {
 		if r := ld.call("POST", "/v1/webhooks", key, map[string]any{"from": macLine, "url": hook.hc.srv.URL + "/h",
 			"events": hook.events}); r.Status != 201 {
@@ -227,8 +225,8 @@ func (fl *floodRun) health() lineCounts {
 func (fl *floodRun) waitSentinel(guid string, counted int64) {
 	fl.b.Helper()
 	waitCount(fl.b, 10*time.Minute, func() bool {
-		_, ok1 := fl.all.arrived(client.EventMessageReceived, guid)
-		_, ok2 := fl.four.arrived(client.EventMessageReceived, guid)
+		_, ok1 := fl.all.arrived(api.EventMessageReceived, guid)
+		_, ok2 := fl.four.arrived(api.EventMessageReceived, guid)
 		if !ok1 || !ok2 {
 			return false
 		}

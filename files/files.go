@@ -27,18 +27,12 @@ import (
 	"github.com/blueline-app/blueline/storage"
 )
 
-// Options tune a Store.
+// Options tune a Store: the daemon passes [files]'s settings.
 type Options struct {
-	MaxUploadBytes int64         // largest upload; 0 means DefaultMaxUploadBytes
-	URLTTL         time.Duration // how long a signed download URL works; 0 means DefaultURLTTL
+	MaxUploadBytes int64         // largest upload; more than 0
+	URLTTL         time.Duration // how long a signed download URL works; more than 0
 	BaseURL        string        // public base URL of the API, no trailing slash, e.g. "http://127.0.0.1:8080"
 }
-
-// Defaults for Options' zero values.
-const (
-	DefaultMaxUploadBytes = 100 << 20
-	DefaultURLTTL         = time.Hour
-)
 
 // Errors callers branch on: the first three are the uploader's fault, the
 // URL ones the downloader's.
@@ -68,8 +62,8 @@ type Store struct {
 // Open opens the blob folder dir, creating it if needed, and removes what
 // uploads interrupted by a crash left in it.
 func Open(ctx context.Context, dir string, db *storage.DB, opts Options) (*Store, error) {
-	if opts.MaxUploadBytes < 0 || opts.URLTTL < 0 {
-		return nil, fmt.Errorf("open files: negative upload limit or URL lifetime")
+	if opts.MaxUploadBytes <= 0 || opts.URLTTL <= 0 {
+		return nil, fmt.Errorf("open files: the upload limit and the URL lifetime must be more than 0")
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create files folder: %w", err)
@@ -81,8 +75,8 @@ func Open(ctx context.Context, dir string, db *storage.DB, opts Options) (*Store
 	s := &Store{
 		dir:     dir,
 		db:      db,
-		max:     cmp.Or(opts.MaxUploadBytes, DefaultMaxUploadBytes),
-		ttl:     cmp.Or(opts.URLTTL, DefaultURLTTL),
+		max:     opts.MaxUploadBytes,
+		ttl:     opts.URLTTL,
 		baseURL: strings.TrimSuffix(opts.BaseURL, "/"),
 		secret:  secret,
 	}

@@ -1,6 +1,7 @@
 package files_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/blueline-app/blueline/apitest"
+	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/files"
 	"github.com/blueline-app/blueline/storage"
 )
@@ -35,13 +37,22 @@ func openDB(t testing.TB, dir string) *storage.DB {
 	return db
 }
 
-// openStore opens a store over a fresh database and returns it with its
-// database and blob folder.
+// configured is opts, what they leave unset as the default configuration
+// has it.
+func configured(opts files.Options) files.Options {
+	def := config.Default().Files
+	opts.MaxUploadBytes = cmp.Or(opts.MaxUploadBytes, def.MaxUploadBytes)
+	opts.URLTTL = cmp.Or(opts.URLTTL, def.URLTTL.Duration)
+	return opts
+}
+
+// openStore opens a store configured with opts over a fresh database and
+// returns it with its database and blob folder.
 func openStore(t testing.TB, opts files.Options) (*files.Store, *storage.DB, string) {
 	t.Helper()
 	db := openDB(t, t.TempDir())
 	dir := filepath.Join(t.TempDir(), "files")
-	s, err := files.Open(t.Context(), dir, db, opts)
+	s, err := files.Open(t.Context(), dir, db, configured(opts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +219,7 @@ func TestOpenSweepsCrashLeftovers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := files.Open(t.Context(), dir, db, files.Options{}); err != nil {
+	if _, err := files.Open(t.Context(), dir, db, configured(files.Options{})); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := list(t, dir), []string{"README", good.ID}; !slices.Equal(got, want) {
@@ -300,7 +311,7 @@ func TestURL(t *testing.T) {
 func TestURLSurvivesRestart(t *testing.T) {
 	dbDir, dir := t.TempDir(), t.TempDir()
 	db := openDB(t, dbDir)
-	s, err := files.Open(t.Context(), dir, db, files.Options{})
+	s, err := files.Open(t.Context(), dir, db, configured(files.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +322,7 @@ func TestURLSurvivesRestart(t *testing.T) {
 	}
 	db.Close()
 
-	s, err = files.Open(t.Context(), dir, openDB(t, dbDir), files.Options{})
+	s, err = files.Open(t.Context(), dir, openDB(t, dbDir), configured(files.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,7 +463,7 @@ func TestPath(t *testing.T) {
 			t.Errorf("Path(%q) = %q, want \"\"", id, got)
 		}
 	}
-	if s.MaxUploadBytes() != files.DefaultMaxUploadBytes {
+	if s.MaxUploadBytes() != config.Default().Files.MaxUploadBytes {
 		t.Errorf("MaxUploadBytes = %d", s.MaxUploadBytes())
 	}
 }

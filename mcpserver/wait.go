@@ -102,7 +102,7 @@ func (t *tools) wait(ctx context.Context, req *mcp.CallToolRequest, in WaitInput
 			}
 		}()
 	}
-	params := client.EventStreamParams{Events: []string{client.EventMessageReceived}, Lines: []string{in.Line}}
+	params := client.EventStreamParams{Events: []string{api.EventMessageReceived}, Lines: []string{in.Line}}
 	if start.After > 0 {
 		params.After = start.After
 	} else {
@@ -123,7 +123,7 @@ func (t *tools) wait(ctx context.Context, req *mcp.CallToolRequest, in WaitInput
 			return nil, WaitOutput{}, fmt.Errorf("%w; call wait_for_message again with cursor %q once Blueline answers", err, next.String())
 		}
 		next = waitCursor{After: ev.Seq}
-		var m client.MessageData
+		var m api.MessageEventData
 		if err := json.Unmarshal(ev.Data, &m); err != nil || m.IsFromMe || slices.Contains(start.Seen, m.ID) {
 			continue
 		}
@@ -177,7 +177,7 @@ func (t *tools) chatID(ctx context.Context, c *client.Client, line, chat string)
 // contactsChat reports whether m opened the chat of a contact who had none
 // when the wait started: m is from them, and the chat the API now finds
 // for them is m's (not a group they are in).
-func (t *tools) contactsChat(ctx context.Context, c *client.Client, line, chat, contact string, m client.MessageData) bool {
+func (t *tools) contactsChat(ctx context.Context, c *client.Client, line, chat, contact string, m api.MessageEventData) bool {
 	if contact == "" {
 		return false
 	}

@@ -73,7 +73,7 @@ func (s *Server) keyInfo(k storage.Key) KeyInfo {
 
 func decodeAdmin(r *http.Request, v any) error {
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(v); err != nil {
-		return errInvalidRequest("invalid_json", "The request body is not valid JSON: %v", err)
+		return errInvalidRequest("invalid_json", "", "The request body is not valid JSON: %v", err)
 	}
 	return nil
 }
@@ -712,7 +712,7 @@ func (s *Server) adminRedeliver(w http.ResponseWriter, r *http.Request) error {
 // WebhookTester sends a test event to a webhook's receiver, signed and
 // posted as a delivery is, and recorded nowhere.
 type WebhookTester interface {
-	Send(ctx context.Context, hook storage.Webhook, event string, data any) webhook.TestResult
+	Send(ctx context.Context, hook storage.Webhook, event string, data json.RawMessage) webhook.TestResult
 }
 
 // WebhookTestRequest asks for a test event; Event "" is the webhook's first.
@@ -775,26 +775,26 @@ func sampleDelivery(event string, line storage.Line, now int64) storage.Delivery
 		Sender: contact, Text: &text, Service: line.Service, SentAt: now, SyncedAt: now}
 	d := storage.Delivery{ID: sampleID("dlv_"), LineID: line.ID, ChatID: chat.ID, Event: event, CreatedAt: now}
 	switch event {
-	case storage.EventReactionAdded, storage.EventReactionRemoved:
+	case api.EventReactionAdded, api.EventReactionRemoved:
 		d.Reaction = &storage.Reaction{ID: sampleID("rxn_"), MessageID: msg.ID, ChatID: chat.ID, LineID: line.ID, Type: "love",
-			Sender: contact, Added: event == storage.EventReactionAdded, SentAt: now, SyncedAt: now}
-	case storage.EventReceiptRead:
+			Sender: contact, Added: event == api.EventReactionAdded, SentAt: now, SyncedAt: now}
+	case api.EventReceiptRead:
 		d.Receipt = &storage.Receipt{ID: sampleID("rcp_"), ChatID: chat.ID, Handle: contact, LastReadAt: now, SyncedAt: now}
-	case storage.EventChatUpdated:
+	case api.EventChatUpdated:
 		d.ChatUpdate = &storage.ChatUpdate{Chat: chat, Action: bridge.ChatRenamed, Name: chat.Name, By: contact, At: now}
 	default:
 		switch event {
-		case storage.EventMessageSent, storage.EventMessageFailed, storage.EventMessageDelivered:
+		case api.EventMessageSent, api.EventMessageFailed, api.EventMessageDelivered:
 			msg.Sender, msg.IsFromMe = line.Handle, true
 		}
 		switch event {
-		case storage.EventMessageFailed:
+		case api.EventMessageFailed:
 			msg.FailedAt, msg.Error = now, "Not Delivered (test)"
-		case storage.EventMessageEdited:
+		case api.EventMessageEdited:
 			msg.EditedAt = now
-		case storage.EventMessageUnsent:
+		case api.EventMessageUnsent:
 			msg.UnsentAt, msg.Text = now, nil
-		case storage.EventMessageDelivered:
+		case api.EventMessageDelivered:
 			msg.DeliveredAt = now
 		}
 		d.Message = &msg

@@ -15,6 +15,7 @@ import (
 	"github.com/blueline-app/blueline/apitest"
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/bridge/sim"
+	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/delivery"
 	"github.com/blueline-app/blueline/files"
 	"github.com/blueline-app/blueline/server"
@@ -44,10 +45,12 @@ type apiEnv struct {
 	handler http.Handler
 }
 
-// defaultOptions are the daemon's defaults, with the test configuration's
-// sandbox quota.
+// defaultOptions are the daemon's limits by default, with the test
+// configuration's attempts and sandbox quota.
 func defaultOptions() server.Options {
-	return server.Options{MaxBodyBytes: 1 << 20, MaxAttempts: 3, SandboxQuota: 5}
+	l := config.Default().Limits
+	return server.Options{MaxBodyBytes: l.MaxBodyBytes, MaxAttempts: 3, SandboxQuota: 5,
+		StreamsPerKey: l.StreamsPerKey, StreamLifetime: l.StreamLifetime.Duration}
 }
 
 func newAPI(t testing.TB, opts server.Options) *apiEnv {

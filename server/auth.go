@@ -50,10 +50,8 @@ func randomBase62(n int) string {
 }
 
 var (
-	errMissingKey = &Error{Status: 401, Type: typeAuthentication, Code: "missing_api_key",
-		Message: "No API key given. Send it as Authorization: Bearer sk_live_…"}
-	errInvalidKey = &Error{Status: 401, Type: typeAuthentication, Code: "invalid_api_key",
-		Message: "The API key is invalid, malformed or revoked."}
+	errMissingKey = errUnauthenticated("missing_api_key", "No API key given. Send it as Authorization: Bearer sk_live_…")
+	errInvalidKey = errUnauthenticated("invalid_api_key", "The API key is invalid, malformed or revoked.")
 )
 
 // authenticate finds the key a request carries.

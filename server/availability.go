@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -67,8 +66,7 @@ func (s *Server) getAvailability(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		s.log.Warn("availability check failed", "line", line.Handle, "err", err)
-		return &Error{Status: http.StatusServiceUnavailable, Type: "api_error", Code: "network_unavailable",
-			Message: "Line " + line.Handle + "'s network did not answer the availability check; try again later."}
+		return errUnavailable("network_unavailable", "Line %s's network did not answer the availability check; try again later.", line.Handle)
 	}
 	writeJSON(w, http.StatusOK, api.Availability{Handle: h, IMessage: imessage, CheckedAt: at.UnixMilli(), RequestID: requestID(r.Context())})
 	return nil
@@ -164,11 +162,10 @@ func (b *lookupBudget) take(line storage.Line, g GuardPolicy, now time.Time) err
 	if ok {
 		return nil
 	}
-	return &Error{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: "guard_availability_limit",
-		Message: fmt.Sprintf("Line %s has used its Apple ID guard's budget of %d availability lookups an hour ([guard] max_availability_lookups): "+
+	return errTooManyRequests("guard_availability_limit", retrySeconds(wait),
+		"Line %s has used its Apple ID guard's budget of %d availability lookups an hour ([guard] max_availability_lookups): "+
 			"another handle may be looked up in %d s. Handles looked up within the last hour are still answered, from memory.",
-			line.Handle, g.MaxAvailabilityLookups, retrySeconds(wait)),
-		RetryAfter: retrySeconds(wait)}
+		line.Handle, g.MaxAvailabilityLookups, retrySeconds(wait))
 }
 
 // availabilityTimeout bounds one question to the network.
@@ -191,7 +188,7 @@ func (s *Server) adminSimAvailability(w http.ResponseWriter, r *http.Request) er
 		return errHandle("handle", req.Handle, err)
 	}
 	if s.opts.SimAvailability == nil {
-		return errInvalidRequest("sim_unavailable", "This daemon has no simulated network.")
+		return errInvalidRequest("sim_unavailable", "", "This daemon has no simulated network.")
 	}
 	s.opts.SimAvailability(h, req.IMessage)
 	s.availability.forget(h)

@@ -50,8 +50,7 @@ func (s *Server) capable(l storage.Line, feature string) error {
 	if c.Available {
 		return nil
 	}
-	return &Error{Status: 400, Type: typeInvalidRequest, Code: "advanced_features_required", Param: "from",
-		Message: "Line " + l.Handle + " cannot use " + featureNames[feature] + " now: " + *c.Reason + "."}
+	return errInvalidRequest("advanced_features_required", "from", "Line %s cannot use %s now: %s.", l.Handle, featureNames[feature], *c.Reason)
 }
 
 var featureNames = map[string]string{

@@ -12,8 +12,7 @@ import (
 // The admin socket's dashboard routes: the host's operator hands out login
 // links, sets the password and ends sessions.
 
-var errNoDashboard = &Error{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "dashboard_disabled",
-	Message: "The dashboard is off: set [dashboard] enabled = true and restart the daemon."}
+var errNoDashboard = errTurnedOff("dashboard_disabled", "The dashboard is off: set [dashboard] enabled = true and restart the daemon.")
 
 func (s *Server) adminDashboardLink(w http.ResponseWriter, r *http.Request) error {
 	if s.opts.Dashboard == nil {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -56,8 +55,8 @@ func (s *Server) sendEdit(w http.ResponseWriter, r *http.Request) error {
 		return errInvalid("message_id", "Message %s has no text to edit.", p.MessageID)
 	}
 	if s.now().Sub(time.UnixMilli(m.SentAt)) > editWindow {
-		return &Error{Status: 400, Type: typeInvalidRequest, Code: "edit_window_expired", Param: "message_id",
-			Message: fmt.Sprintf("Message %s was sent more than %d minutes ago: Messages no longer lets it be edited.", p.MessageID, int(editWindow.Minutes()))}
+		return errInvalidRequest("edit_window_expired", "message_id",
+			"Message %s was sent more than %d minutes ago: Messages no longer lets it be edited.", p.MessageID, int(editWindow.Minutes()))
 	}
 	if m.EditRequests >= maxEdits {
 		return errEditLimit() // checked again when the edit is stored
@@ -69,8 +68,7 @@ func (s *Server) sendEdit(w http.ResponseWriter, r *http.Request) error {
 }
 
 func errEditLimit() error {
-	return &Error{Status: 400, Type: typeInvalidRequest, Code: "edit_limit_reached", Param: "message_id",
-		Message: fmt.Sprintf("This message was edited %d times: Messages allows no more.", maxEdits)}
+	return errInvalidRequest("edit_limit_reached", "message_id", "This message was edited %d times: Messages allows no more.", maxEdits)
 }
 
 // sendUnsend takes back a message the line sent. The message's unsent_at is
@@ -93,8 +91,8 @@ func (s *Server) sendUnsend(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if s.now().Sub(time.UnixMilli(m.SentAt)) > unsendWindow {
-		return &Error{Status: 400, Type: typeInvalidRequest, Code: "unsend_window_expired", Param: "message_id",
-			Message: fmt.Sprintf("Message %s was sent more than %d minutes ago: Messages no longer lets it be unsent.", p.MessageID, int(unsendWindow.Minutes()))}
+		return errInvalidRequest("unsend_window_expired", "message_id",
+			"Message %s was sent more than %d minutes ago: Messages no longer lets it be unsent.", p.MessageID, int(unsendWindow.Minutes()))
 	}
 	return s.enqueue(w, r, idem, line, p, storage.OutboxItem{
 		Kind: storage.KindUnsend, ChatID: m.ChatID, TargetMessageID: m.ID, TargetGUID: m.GUID,

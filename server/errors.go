@@ -37,14 +37,21 @@ const (
 	typeAPI            = "api_error"
 )
 
+// The constructors of the API's errors, one per kind: every *Error the
+// server answers with is made here.
+
+// errInvalidRequest is a 400: the request cannot be done as it is; param
+// names the parameter at fault, "" for none.
+func errInvalidRequest(code, param, format string, args ...any) *Error {
+	return &Error{Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: code, Message: fmt.Sprintf(format, args...), Param: param}
+}
+
 func errMissing(param string) *Error {
-	return &Error{Status: 400, Type: typeInvalidRequest, Code: "missing_required_parameter",
-		Message: fmt.Sprintf("Missing required parameter: %s.", param), Param: param}
+	return errInvalidRequest("missing_required_parameter", param, "Missing required parameter: %s.", param)
 }
 
 func errInvalid(param, format string, args ...any) *Error {
-	return &Error{Status: 400, Type: typeInvalidRequest, Code: "invalid_parameter_value",
-		Message: fmt.Sprintf(format, args...), Param: param}
+	return errInvalidRequest("invalid_parameter_value", param, format, args...)
 }
 
 // errHandle answers a parameter that should hold a handle and does not:
@@ -59,17 +66,73 @@ func errHandle(param, value string, err error) *Error {
 	return errInvalid(param, "%s %q is not a handle: %s. A handle is %s.", param, value, reason, handle.Forms)
 }
 
-func errInvalidRequest(code, format string, args ...any) *Error {
-	return &Error{Status: 400, Type: typeInvalidRequest, Code: code, Message: fmt.Sprintf(format, args...)}
+// errUnauthenticated is a 401: no valid API key.
+func errUnauthenticated(code, message string) *Error {
+	return &Error{Status: http.StatusUnauthorized, Type: typeAuthentication, Code: code, Message: message}
 }
 
+// errForbidden is a 403: the API key may not do this.
 func errForbidden(code, format string, args ...any) *Error {
-	return &Error{Status: 403, Type: typeAuthorization, Code: code, Message: fmt.Sprintf(format, args...)}
+	return &Error{Status: http.StatusForbidden, Type: typeAuthorization, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-func errNotFound(code, param, format string, args ...any) *Error {
-	return &Error{Status: 404, Type: typeNotFound, Code: code, Message: fmt.Sprintf(format, args...), Param: param}
+// errContactFirst is the 403 of the contact-first rule: contact (named by
+// param) has not written to the line, which may only act (message, add to
+// a group…) on contacts who did.
+func errContactFirst(param, contact, lineHandle, act string) *Error {
+	return &Error{Status: http.StatusForbidden, Type: typeInvalidRequest, Code: "contact_has_not_messaged", Param: param,
+		Message: fmt.Sprintf("%s has not messaged line %s yet; a line may only %s contacts who wrote to it first.", contact, lineHandle, act)}
 }
+
+// errNotFound is a 404: what param names does not exist, or not for the
+// API key.
+func errNotFound(code, param, format string, args ...any) *Error {
+	return &Error{Status: http.StatusNotFound, Type: typeNotFound, Code: code, Message: fmt.Sprintf(format, args...), Param: param}
+}
+
+// errTurnedOff is a 404 for a part of the daemon its configuration turns
+// off: code and message say which, and how to turn it on.
+func errTurnedOff(code, message string) *Error {
+	return &Error{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: code, Message: message}
+}
+
+// errMethodNotAllowed is a 405: the path takes only the methods allowed.
+func errMethodNotAllowed(method, path, allowed string) *Error {
+	return &Error{Status: http.StatusMethodNotAllowed, Type: typeInvalidRequest, Code: "method_not_allowed",
+		Message: fmt.Sprintf("%s is not allowed on %s; allowed: %s.", method, path, allowed)}
+}
+
+// errRequestTimeout is a 408: the request did not arrive in time.
+func errRequestTimeout(message string) *Error {
+	return &Error{Status: http.StatusRequestTimeout, Type: typeInvalidRequest, Code: "request_timeout", Message: message}
+}
+
+// errConflict is a 409: what param names is not in a state that allows
+// the request.
+func errConflict(code, param, format string, args ...any) *Error {
+	return &Error{Status: http.StatusConflict, Type: typeInvalidRequest, Code: code, Message: fmt.Sprintf(format, args...), Param: param}
+}
+
+// errTooLarge is a 413: the request's body is over a limit.
+func errTooLarge(code, format string, args ...any) *Error {
+	return &Error{Status: http.StatusRequestEntityTooLarge, Type: typeInvalidRequest, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// errTooManyRequests is a 429: a limit is reached; retryAfter, when more
+// than 0, is the Retry-After in seconds (see retrySeconds).
+func errTooManyRequests(code string, retryAfter int, format string, args ...any) *Error {
+	return &Error{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: code, Message: fmt.Sprintf(format, args...), RetryAfter: retryAfter}
+}
+
+// errUnavailable is a 503: something the request needs did not answer.
+func errUnavailable(code, format string, args ...any) *Error {
+	return &Error{Status: http.StatusServiceUnavailable, Type: typeAPI, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// errInternal is a 500 that reveals nothing: what writeError answers for
+// any error that is not an API error.
+var errInternal = &Error{Status: http.StatusInternalServerError, Type: typeAPI, Code: "internal_error",
+	Message: "Something went wrong on our side; the request may be retried."}
 
 type errorBody struct {
 	Error     errorDetail `json:"error"`
@@ -89,7 +152,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	var e *Error
 	if !errors.As(err, &e) {
 		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "request_id", requestID(r.Context()), "err", err)
-		e = &Error{Status: 500, Type: typeAPI, Code: "internal_error", Message: "Something went wrong on our side; the request may be retried."}
+		e = errInternal
 	}
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))

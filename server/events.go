@@ -3,13 +3,13 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/sse"
 	"github.com/blueline-app/blueline/storage"
 )
@@ -21,10 +21,6 @@ import (
 // the body a webhook would get, with the event's evt_ ID as delivery_id.
 // The data is JSON, which escapes every line end: it reaches the client
 // byte for byte (package sse frames it).
-
-// standardEvents are the reference service's four: a stream that names no
-// events gets these, as an SDK-built receiver expects nothing else.
-var standardEvents = []string{storage.EventMessageReceived, storage.EventMessageSent, storage.EventReactionAdded, storage.EventReactionRemoved}
 
 // streamKeepAlive is how often an idle stream sends a comment, so that
 // proxies and clients see it alive.
@@ -76,9 +72,8 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		}
 		release, ok := s.streams.Take(key.ID)
 		if !ok {
-			return &Error{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: "too_many_streams",
-				Message:    fmt.Sprintf("This API key has %d event streams open, the most it may: end one first.", s.opts.StreamsPerKey),
-				RetryAfter: retrySeconds(streamBusyRetry)}
+			return errTooManyRequests("too_many_streams", retrySeconds(streamBusyRetry),
+				"This API key has %d event streams open, the most it may: end one first.", s.opts.StreamsPerKey)
 		}
 		defer release()
 	}
@@ -169,11 +164,11 @@ func seqID(seq uint64) string { return strconv.FormatUint(seq, 10) }
 // webhooks:read: an event carries what that scope guards (a message with
 // its text and its files' download URLs, a reaction, a receipt, a chat).
 var eventScopes = map[string]string{
-	storage.EventMessageReceived: "messages:read", storage.EventMessageSent: "messages:read",
-	storage.EventMessageFailed: "messages:read", storage.EventMessageEdited: "messages:read",
-	storage.EventMessageUnsent: "messages:read", storage.EventMessageDelivered: "messages:read",
-	storage.EventReactionAdded: "reactions:read", storage.EventReactionRemoved: "reactions:read",
-	storage.EventReceiptRead: "receipts:read", storage.EventChatUpdated: "chats:read",
+	api.EventMessageReceived: "messages:read", api.EventMessageSent: "messages:read",
+	api.EventMessageFailed: "messages:read", api.EventMessageEdited: "messages:read",
+	api.EventMessageUnsent: "messages:read", api.EventMessageDelivered: "messages:read",
+	api.EventReactionAdded: "reactions:read", api.EventReactionRemoved: "reactions:read",
+	api.EventReceiptRead: "receipts:read", api.EventChatUpdated: "chats:read",
 }
 
 // streamedEvents are the events a stream follows: those asked for, each of
@@ -182,7 +177,7 @@ var eventScopes = map[string]string{
 func streamedEvents(key storage.Key, asked []string) ([]string, error) {
 	if len(asked) == 0 {
 		var out []string
-		for _, e := range standardEvents {
+		for _, e := range api.StandardEvents {
 			if hasScope(key, eventScopes[e]) {
 				out = append(out, e)
 			}
@@ -194,8 +189,8 @@ func streamedEvents(key storage.Key, asked []string) ([]string, error) {
 		return out, nil
 	}
 	for _, e := range asked {
-		if !slices.Contains(storage.WebhookEvents, e) {
-			return nil, errInvalid("event", "Unknown event %q; events are %s.", e, strings.Join(storage.WebhookEvents, ", "))
+		if !slices.Contains(api.WebhookEvents, e) {
+			return nil, errInvalid("event", "Unknown event %q; events are %s.", e, strings.Join(api.WebhookEvents, ", "))
 		}
 	}
 	for _, e := range asked {
@@ -262,15 +257,7 @@ func (s *Server) streamEventBody(e storage.Event, line storage.Line) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(StreamEvent{Event: e.Name, Data: data, Timestamp: e.At, DeliveryID: e.ID})
-}
-
-// StreamEvent is the data of an event of the stream: a webhook's body.
-type StreamEvent struct {
-	Event      string `json:"event"`
-	Data       any    `json:"data"`
-	Timestamp  int64  `json:"timestamp"`
-	DeliveryID string `json:"delivery_id"`
+	return json.Marshal(api.Event{Type: e.Name, Data: data, Timestamp: e.At, DeliveryID: e.ID})
 }
 
 // splitValues takes repeated and comma-separated query values alike.

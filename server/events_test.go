@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/client"
-	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/testkit"
 )
 
@@ -56,14 +56,14 @@ func TestEventStreamFilters(t *testing.T) {
 
 	key := e.key(keyOpts{Scopes: []string{"webhooks:read", "messages:read"}, Lines: []string{mainLine}})
 	got := e.streamed(key, client.EventStreamParams{Since: since}, 2)
-	if len(got) != 2 || got[0].Type != storage.EventMessageReceived || got[1].Type != storage.EventMessageReceived {
+	if len(got) != 2 || got[0].Type != api.EventMessageReceived || got[1].Type != api.EventMessageReceived {
 		t.Fatalf("default events: %v, want the two messages (no edit, nothing of the SMS line)", names(got))
 	}
 	if msg, _ := got[1].Message(); msg.ID != last.ID || msg.LineHandle != mainLine {
 		t.Errorf("second event: %+v", msg)
 	}
-	edits := e.streamed(key, client.EventStreamParams{Since: since, Events: []string{storage.EventMessageEdited}}, 1)
-	if len(edits) != 1 || edits[0].Type != storage.EventMessageEdited {
+	edits := e.streamed(key, client.EventStreamParams{Since: since, Events: []string{api.EventMessageEdited}}, 1)
+	if len(edits) != 1 || edits[0].Type != api.EventMessageEdited {
 		t.Errorf("asked for edits: %v", names(edits))
 	}
 

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -43,8 +42,7 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	limit := s.files.MaxUploadBytes()
-	tooLarge := &Error{Status: http.StatusRequestEntityTooLarge, Type: typeInvalidRequest, Code: "file_too_large",
-		Message: fmt.Sprintf("The file is larger than the upload limit of %d bytes ([files] max_upload_bytes).", limit)}
+	tooLarge := errTooLarge("file_too_large", "The file is larger than the upload limit of %d bytes ([files] max_upload_bytes).", limit)
 	// Refuse a declared size without storing any of it.
 	if r.ContentLength > limit {
 		dropOvershoot(r, 0, limit)
@@ -53,12 +51,12 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	f, err := s.files.Save(r.Context(), r.Body, name, mimeType, storage.FileScope{Owner: apiKey(r.Context()).Owner})
 	switch {
 	case errors.Is(err, files.ErrEmpty):
-		return errInvalidRequest("empty_file", "The file is empty: send its bytes as the request body.")
+		return errInvalidRequest("empty_file", "", "The file is empty: send its bytes as the request body.")
 	case errors.Is(err, files.ErrTooLarge):
 		dropOvershoot(r, limit+1, limit) // Save reads one byte past the limit
 		return tooLarge
 	case errors.Is(err, files.ErrIncomplete):
-		return errInvalidRequest("upload_incomplete", "The upload was cut off before the end of the body; nothing was stored.")
+		return errInvalidRequest("upload_incomplete", "", "The upload was cut off before the end of the body; nothing was stored.")
 	case err != nil:
 		return err
 	}

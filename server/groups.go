@@ -1,7 +1,6 @@
 package server
 
 import (
-	"fmt"
 	"net/http"
 	"slices"
 
@@ -80,8 +79,7 @@ func (s *Server) createGroup(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		if !wrote {
-			return &Error{Status: 403, Type: typeInvalidRequest, Code: "contact_has_not_messaged", Param: "participants",
-				Message: fmt.Sprintf("%s has not messaged line %s yet; a line may only put in a group contacts who wrote to it first.", m, line.Handle)}
+			return errContactFirst("participants", m, line.Handle, "put in a group")
 		}
 	}
 	text := p.Text
@@ -178,8 +176,7 @@ func (s *Server) changeGroupMembers(w http.ResponseWriter, r *http.Request) erro
 			return err
 		}
 		if !wrote {
-			return &Error{Status: 403, Type: typeInvalidRequest, Code: "contact_has_not_messaged", Param: "add",
-				Message: fmt.Sprintf("%s has not messaged line %s yet; a line may only add to a group contacts who wrote to it first.", member, line.Handle)}
+			return errContactFirst("add", member, line.Handle, "add to a group")
 		}
 	} else {
 		p.Remove, item.GroupAction = member, bridge.ChatParticipantRemoved

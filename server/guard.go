@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/blueline-app/blueline/api"
@@ -25,14 +23,10 @@ type GuardPolicy struct {
 	MaxAvailabilityLookups int
 }
 
-// DefaultGuard is the guard with the reference service's advice, off.
-var DefaultGuard = GuardPolicy{Pace: time.Second, MaxUnanswered: 5, MaxRatio: 10, MaxColdContacts: 200, ColdAfter: 24 * time.Hour,
-	MaxAvailabilityLookups: 60}
-
 // guard is a line's policy.
 func (s *Server) guard(l storage.Line) GuardPolicy {
 	if s.opts.Guard == nil {
-		return DefaultGuard
+		return GuardPolicy{}
 	}
 	return s.opts.Guard(l)
 }
@@ -49,24 +43,24 @@ func (s *Server) guardLimits(l storage.Line) *storage.GuardLimits {
 func guardError(e *storage.GuardError, line storage.Line, g GuardPolicy, now time.Time) *Error {
 	now = now.UTC()
 	midnight := now.Truncate(24 * time.Hour).Add(24 * time.Hour)
-	err := &Error{Status: http.StatusTooManyRequests, Type: typeRateLimit}
+	var err *Error
 	switch e.Limit {
 	case storage.GuardUnanswered:
-		err.Code, err.Param = "guard_unanswered_limit", "to"
-		err.Message = fmt.Sprintf("Line %s has sent %d messages to this chat since the contact last wrote (the guard allows %d): "+
-			"sending to it may resume when the contact answers; no time is known.", line.Handle, e.Count, e.Max)
+		err = errTooManyRequests("guard_unanswered_limit", 0,
+			"Line %s has sent %d messages to this chat since the contact last wrote (the guard allows %d): "+
+				"sending to it may resume when the contact answers; no time is known.", line.Handle, e.Count, e.Max)
+		err.Param = "to"
 	case storage.GuardRatio:
-		err.Code = "guard_ratio_limit"
-		err.Message = fmt.Sprintf("Line %s has sent %d messages today (UTC), the most the guard allows for the messages it received "+
-			"(%d to 1): sending may resume when more messages arrive, or at midnight UTC.", line.Handle, e.Count, g.MaxRatio)
-		err.RetryAfter = retrySeconds(midnight.Sub(now))
+		err = errTooManyRequests("guard_ratio_limit", retrySeconds(midnight.Sub(now)),
+			"Line %s has sent %d messages today (UTC), the most the guard allows for the messages it received "+
+				"(%d to 1): sending may resume when more messages arrive, or at midnight UTC.", line.Handle, e.Count, g.MaxRatio)
 	case storage.GuardColdContacts:
-		err.Code, err.Param = "guard_cold_contacts_limit", "to"
-		err.Message = fmt.Sprintf("Line %s has messaged %d contacts silent for a while today (UTC), the guard's limit: "+
-			"sending to another one may resume at midnight UTC; contacts who wrote recently can still be messaged.", line.Handle, e.Count)
-		err.RetryAfter = retrySeconds(midnight.Sub(now))
+		err = errTooManyRequests("guard_cold_contacts_limit", retrySeconds(midnight.Sub(now)),
+			"Line %s has messaged %d contacts silent for a while today (UTC), the guard's limit: "+
+				"sending to another one may resume at midnight UTC; contacts who wrote recently can still be messaged.", line.Handle, e.Count)
+		err.Param = "to"
 	default:
-		err.Code, err.Message = "rate_limit_exceeded", e.Error()
+		err = errTooManyRequests("rate_limit_exceeded", 0, "%s", e.Error())
 	}
 	return err
 }

@@ -421,8 +421,7 @@ func BodyIdleTimeout(next http.Handler, idle time.Duration, log *slog.Logger) ht
 			msg = fmt.Sprintf("The request body did not arrive within %s, all a request without a valid credential has for it. "+
 				"Nothing was done; send the request again on a new connection.", unauthenticatedTimeout)
 		}
-		writeError(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)), log, &Error{
-			Status: http.StatusRequestTimeout, Type: typeInvalidRequest, Code: "request_timeout", Message: msg})
+		writeError(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)), log, errRequestTimeout(msg))
 	})
 }
 

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -246,9 +245,8 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, idem string, li
 		return guardError(guardErr, line, s.guard(line), now)
 	case errors.Is(err, storage.ErrSandboxQuota):
 		midnight := now.Truncate(24 * time.Hour).Add(24 * time.Hour)
-		return &Error{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: "sandbox_quota_exceeded",
-			Message:    fmt.Sprintf("Your sandbox sent its %d messages for today; the quota resets at midnight UTC.", s.opts.SandboxQuota),
-			RetryAfter: retrySeconds(midnight.Sub(now))}
+		return errTooManyRequests("sandbox_quota_exceeded", retrySeconds(midnight.Sub(now)),
+			"Your sandbox sent its %d messages for today; the quota resets at midnight UTC.", s.opts.SandboxQuota)
 	case err != nil:
 		return err
 	}

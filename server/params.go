@@ -22,8 +22,7 @@ type body map[string]json.RawMessage
 
 func (s *Server) readBody(r *http.Request) (body, error) {
 	limit := s.opts.MaxBodyBytes
-	tooLarge := &Error{Status: http.StatusRequestEntityTooLarge, Type: typeInvalidRequest, Code: "request_too_large",
-		Message: "The request body is larger than " + strconv.FormatInt(limit, 10) + " bytes."}
+	tooLarge := errTooLarge("request_too_large", "The request body is larger than %d bytes.", limit)
 	if r.ContentLength > limit {
 		dropOvershoot(r, 0, limit)
 		return nil, tooLarge
@@ -34,17 +33,17 @@ func (s *Server) readBody(r *http.Request) (body, error) {
 			dropOvershoot(r, limit+1, limit) // the reader reads one byte past the limit
 			return nil, tooLarge
 		}
-		return nil, errInvalidRequest("invalid_json", "The request body could not be read.")
+		return nil, errInvalidRequest("invalid_json", "", "The request body could not be read.")
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, errInvalidRequest("invalid_json", "The request body is empty; send a JSON object.")
+		return nil, errInvalidRequest("invalid_json", "", "The request body is empty; send a JSON object.")
 	}
 	if !utf8.Valid(data) {
-		return nil, errInvalidRequest("invalid_json", "The request body is not valid UTF-8.")
+		return nil, errInvalidRequest("invalid_json", "", "The request body is not valid UTF-8.")
 	}
 	var b body
 	if err := json.Unmarshal(data, &b); err != nil || b == nil {
-		return nil, errInvalidRequest("invalid_json", "The request body is not a valid JSON object.")
+		return nil, errInvalidRequest("invalid_json", "", "The request body is not a valid JSON object.")
 	}
 	return b, nil
 }

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/blueline-app/blueline/storage"
@@ -56,8 +55,8 @@ func (s *Server) conversation(r *http.Request, from, to string, advanced bool) (
 		return line, target{}, err
 	}
 	if advanced && !s.opts.Advanced(line) {
-		return line, target{}, &Error{Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: "advanced_features_required", Param: "from",
-			Message: fmt.Sprintf("Line %s does not have advanced features (reactions, typing, read receipts, audio messages) now.", line.Handle)}
+		return line, target{}, errInvalidRequest("advanced_features_required", "from",
+			"Line %s does not have advanced features (reactions, typing, read receipts, audio messages) now.", line.Handle)
 	}
 	tgt, err := s.resolveTo(r, line, to)
 	if err != nil {
@@ -101,8 +100,7 @@ func (s *Server) checkRecipient(r *http.Request, line storage.Line, tgt target) 
 				"Your sandbox on %s is not activated: get your code with POST /v1/sandbox, then text it to %s from your phone.", line.Handle, line.Handle)
 		}
 		if tgt.chat.IsGroup || tgt.contact != st.PairedHandle {
-			return &Error{Status: 400, Type: typeInvalidRequest, Code: "sandbox_contact_mismatch", Param: "to",
-				Message: fmt.Sprintf("The sandbox line only sends to its paired number %s.", st.PairedHandle)}
+			return errInvalidRequest("sandbox_contact_mismatch", "to", "The sandbox line only sends to its paired number %s.", st.PairedHandle)
 		}
 	}
 	if tgt.found && !tgt.chat.HasReceivedInbound && tgt.chat.IsGroup {
@@ -112,8 +110,7 @@ func (s *Server) checkRecipient(r *http.Request, line storage.Line, tgt target) 
 		}
 	}
 	if !tgt.found || !tgt.chat.HasReceivedInbound {
-		return &Error{Status: 403, Type: typeInvalidRequest, Code: "contact_has_not_messaged", Param: "to",
-			Message: fmt.Sprintf("%s has not messaged line %s yet; a line may only message contacts who wrote to it first.", tgt.contact, line.Handle)}
+		return errContactFirst("to", tgt.contact, line.Handle, "message")
 	}
 	return nil
 }

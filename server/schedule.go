@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -84,8 +83,7 @@ func (s *Server) cancelOutboxItem(w http.ResponseWriter, r *http.Request) error 
 		if item.Error == storage.Canceled {
 			state = "cancelled already"
 		}
-		return &Error{Status: http.StatusConflict, Type: typeInvalidRequest, Code: "outbox_item_not_pending", Param: "id",
-			Message: fmt.Sprintf("Outbox item %s is %s: only a pending item can be cancelled.", id, state)}
+		return errConflict("outbox_item_not_pending", "id", "Outbox item %s is %s: only a pending item can be cancelled.", id, state)
 	case err != nil:
 		return err
 	}

@@ -148,16 +148,11 @@ func TestCancelOutboxItem(t *testing.T) {
 	}
 }
 
-// guardOn is the options with the guard of each line given, off on the
+// guardOn is the options with the guard of each line given, none on the
 // others.
 func guardOn(policies map[string]server.GuardPolicy) server.Options {
 	opts := defaultOptions()
-	opts.Guard = func(l storage.Line) server.GuardPolicy {
-		if p, ok := policies[l.Handle]; ok {
-			return p
-		}
-		return server.DefaultGuard
-	}
+	opts.Guard = func(l storage.Line) server.GuardPolicy { return policies[l.Handle] }
 	return opts
 }
 
@@ -255,7 +250,7 @@ func TestGuardCapsRefuse(t *testing.T) {
 		}
 		w, ok := want[l["handle"].(string)]
 		if !ok {
-			w = "false 1000 0 0 0 5 10 200 86400000"
+			w = "false 0 0 0 0 0 0 0 0"
 		}
 		if got != w {
 			t.Errorf("%s's guard: %s, want %s (%v)", l["handle"], got, w, g)

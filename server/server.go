@@ -62,7 +62,7 @@ type Options struct {
 	// Now is the server's clock (edit and unsend windows, quotas); nil is
 	// time.Now. Tests set it.
 	Now func() time.Time
-	// Guard is a line's Apple ID guard; nil means DefaultGuard (off) on
+	// Guard is a line's Apple ID guard; nil means none (off, no caps) on
 	// every line.
 	Guard func(storage.Line) GuardPolicy
 	// Ready lists readiness checks beyond the storage's for GET /readyz
@@ -81,21 +81,14 @@ type Options struct {
 	// with a valid API key only (see mcpHandler); nil serves none.
 	MCP http.Handler
 	// StreamsPerKey is how many event streams (GET /v1/events) one API
-	// key may hold open at once; more are refused 429 too_many_streams.
-	// DefaultStreamsPerKey when 0.
+	// key may hold open at once ([limits] streams_per_key); more are
+	// refused 429 too_many_streams.
 	StreamsPerKey int
 	// StreamLifetime is how long an event stream lasts before the server
-	// ends it and the client resumes (Last-Event-ID);
-	// DefaultStreamLifetime when 0.
+	// ends it and the client resumes (Last-Event-ID): [limits]
+	// stream_lifetime.
 	StreamLifetime time.Duration
 }
-
-// Defaults of the event streams' limits, as [limits] streams_per_key and
-// stream_lifetime have them.
-const (
-	DefaultStreamsPerKey  = 4
-	DefaultStreamLifetime = time.Hour
-)
 
 // Server serves the API.
 type Server struct {
@@ -122,12 +115,6 @@ func New(db *storage.DB, inbound InboundRecorder, files FileStore, opts Options,
 	if opts.Advanced == nil {
 		opts.Advanced = func(l storage.Line) bool { return l.AdvancedFeatures }
 	}
-	if opts.StreamsPerKey == 0 {
-		opts.StreamsPerKey = DefaultStreamsPerKey
-	}
-	if opts.StreamLifetime == 0 {
-		opts.StreamLifetime = DefaultStreamLifetime
-	}
 	now := time.Now
 	if opts.Now != nil {
 		now = opts.Now
@@ -151,8 +138,7 @@ func (s *Server) Handler() http.Handler {
 		writeError(w, r, s.log, errNotFound("route_not_found", "", "No route %s %s.", r.Method, r.URL.Path))
 	})
 	router.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, s.log, &Error{Status: http.StatusMethodNotAllowed, Type: typeInvalidRequest, Code: "method_not_allowed",
-			Message: fmt.Sprintf("%s is not allowed on %s; allowed: %s.", r.Method, r.URL.Path, w.Header().Get("Allow"))})
+		writeError(w, r, s.log, errMethodNotAllowed(r.Method, r.URL.Path, w.Header().Get("Allow")))
 	})
 	router.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
 		writeError(w, r, s.log, fmt.Errorf("panic: %v", v))
@@ -222,9 +208,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, scope string, 
 }
 
 func (s *Server) errRateLimited(wait time.Duration) *Error {
-	return &Error{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: "rate_limit_exceeded",
-		Message:    fmt.Sprintf("This API key made more than %d requests in the last hour.", s.opts.RequestsPerHour),
-		RetryAfter: retrySeconds(wait)}
+	return errTooManyRequests("rate_limit_exceeded", retrySeconds(wait), "This API key made more than %d requests in the last hour.", s.opts.RequestsPerHour)
 }
 
 func errInsufficientScope(scope string) *Error {

@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/bridge/sim"
 	"github.com/blueline-app/blueline/client"
 	"github.com/blueline-app/blueline/sse"
-	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/testkit"
 )
 
@@ -176,7 +176,7 @@ func TestStreamLifetime(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for ev, err := range c.Events.Stream(ctx, client.EventStreamParams{Events: []string{storage.EventMessageReceived}, After: mustSeq(t, ev.ID)}) {
+		for ev, err := range c.Events.Stream(ctx, client.EventStreamParams{Events: []string{api.EventMessageReceived}, After: mustSeq(t, ev.ID)}) {
 			if err != nil {
 				t.Errorf("the stream yielded %v", err)
 				continue
@@ -236,11 +236,11 @@ func (f transport) RoundTrip(r *http.Request) (*http.Response, error) { return f
 // eventScope is the read scope each event needs besides webhooks:read, as
 // the README's event stream section lists them.
 var eventScope = map[string]string{
-	storage.EventMessageReceived: "messages:read", storage.EventMessageSent: "messages:read",
-	storage.EventMessageFailed: "messages:read", storage.EventMessageEdited: "messages:read",
-	storage.EventMessageUnsent: "messages:read", storage.EventMessageDelivered: "messages:read",
-	storage.EventReactionAdded: "reactions:read", storage.EventReactionRemoved: "reactions:read",
-	storage.EventReceiptRead: "receipts:read", storage.EventChatUpdated: "chats:read",
+	api.EventMessageReceived: "messages:read", api.EventMessageSent: "messages:read",
+	api.EventMessageFailed: "messages:read", api.EventMessageEdited: "messages:read",
+	api.EventMessageUnsent: "messages:read", api.EventMessageDelivered: "messages:read",
+	api.EventReactionAdded: "reactions:read", api.EventReactionRemoved: "reactions:read",
+	api.EventReceiptRead: "receipts:read", api.EventChatUpdated: "chats:read",
 }
 
 // webhooks:read alone reads no message: asking for an event needs its read
@@ -249,7 +249,7 @@ var eventScope = map[string]string{
 func TestStreamEventScopes(t *testing.T) {
 	e := newAPI(t, defaultOptions())
 	hooksOnly := e.key(keyOpts{Scopes: []string{"webhooks:read"}})
-	for _, name := range storage.WebhookEvents {
+	for _, name := range api.WebhookEvents {
 		scope := eventScope[name]
 		if scope == "" {
 			t.Fatalf("event %s has no read scope in this test", name)
@@ -276,7 +276,7 @@ func TestStreamEventScopes(t *testing.T) {
 	}
 	_, r := e.openStream(e.key(keyOpts{Scopes: []string{"webhooks:read", "reactions:read"}}), "since="+itoa(uint64(since)))
 	ev, err := r.Next()
-	if err != nil || ev.Name != storage.EventReactionAdded || strings.Contains(ev.Data, "not for this key") {
+	if err != nil || ev.Name != api.EventReactionAdded || strings.Contains(ev.Data, "not for this key") {
 		t.Errorf("the first event without messages:read: %s %s (%v), want the reaction alone", ev.Name, ev.Data, err)
 	}
 }
@@ -307,19 +307,19 @@ func TestStreamFraming(t *testing.T) {
 			Attachments: []bridge.File{{Filename: s, MimeType: "image/png"}}}); err != nil {
 			t.Fatal(err)
 		}
-		wants = append(wants, want{event: storage.EventMessageReceived, text: s, filename: s})
+		wants = append(wants, want{event: api.EventMessageReceived, text: s, filename: s})
 		if i == 0 {
 			if _, err := e.recv.Record(ctx, bridge.Inbound{Line: mainLine, Service: "imessage", Chat: group,
 				GUID: sim.NewGUID(), Sender: alice, Text: ptr("in the group"), SentAt: time.Now()}); err != nil {
 				t.Fatal(err)
 			}
-			wants = append(wants, want{event: storage.EventMessageReceived, text: "in the group"})
+			wants = append(wants, want{event: api.EventMessageReceived, text: "in the group"})
 		}
 		if _, _, err := e.recv.RecordChatUpdate(ctx, bridge.ChatUpdate{Line: mainLine, Chat: group, GUID: sim.NewGUID(),
 			Action: bridge.ChatRenamed, Name: s, By: alice, At: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
-		wants = append(wants, want{event: storage.EventChatUpdated, name: s})
+		wants = append(wants, want{event: api.EventChatUpdated, name: s})
 	}
 	for i, w := range wants {
 		ev, err := r.Next()

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -46,15 +47,15 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 		return errMissing("events")
 	}
 	if len(events) == 0 {
-		return errInvalid("events", "events must name at least one of %s.", strings.Join(storage.WebhookEvents, ", "))
+		return errInvalid("events", "events must name at least one of %s.", strings.Join(api.WebhookEvents, ", "))
 	}
 	var subscribed []string
 	for _, e := range events {
 		switch {
 		case slices.Contains(undelivered, e):
-			return errInvalid("events", "%s events are not delivered by webhooks; subscribe to %s.", e, strings.Join(storage.WebhookEvents, ", "))
-		case !slices.Contains(storage.WebhookEvents, e):
-			return errInvalid("events", "Unknown event %q; events are %s.", e, strings.Join(storage.WebhookEvents, ", "))
+			return errInvalid("events", "%s events are not delivered by webhooks; subscribe to %s.", e, strings.Join(api.WebhookEvents, ", "))
+		case !slices.Contains(api.WebhookEvents, e):
+			return errInvalid("events", "Unknown event %q; events are %s.", e, strings.Join(api.WebhookEvents, ", "))
 		case !slices.Contains(subscribed, e):
 			subscribed = append(subscribed, e)
 		}
@@ -159,57 +160,29 @@ func (s *Server) visibleWebhooks(ctx context.Context, line storage.Line) ([]stor
 	return slices.DeleteFunc(hooks, func(h storage.Webhook) bool { return h.Owner != owner }), nil
 }
 
-// Webhook event data: the resource in the API's shape, plus the line's
-// handle.
-type (
-	messageEventData struct {
-		api.Message
-		LineHandle string `json:"line_handle"`
-	}
-	reactionEventData struct {
-		api.Reaction
-		LineHandle string `json:"line_handle"`
-	}
-	receiptEventData struct {
-		api.Receipt
-		LineHandle string `json:"line_handle"`
-	}
-	// chatEventData is a chat as a change left it, with the change.
-	chatEventData struct {
-		api.Chat
-		ChatID     string        `json:"chat_id"`
-		Change     apiChatChange `json:"change"`
-		LineHandle string        `json:"line_handle"`
-	}
-	apiChatChange struct {
-		Action      string  `json:"action"`
-		Participant *string `json:"participant"`
-		Name        *string `json:"name"`
-		By          *string `json:"by"`
-		IsFromMe    bool    `json:"is_from_me"`
-		At          int64   `json:"at"`
-	}
-)
-
-// EventData implements webhook.Renderer.
-func (s *Server) EventData(d storage.Delivery, lineHandle string) (any, error) {
+// EventData implements webhook.Renderer: the resource in the API's shape,
+// plus the line's handle.
+func (s *Server) EventData(d storage.Delivery, lineHandle string) (json.RawMessage, error) {
+	var data any
 	switch {
 	case d.Message != nil:
-		return messageEventData{s.toAPIMessage(*d.Message), lineHandle}, nil
+		data = api.MessageEventData{Message: s.toAPIMessage(*d.Message), LineHandle: lineHandle}
 	case d.Reaction != nil:
-		return reactionEventData{toAPIReaction(*d.Reaction), lineHandle}, nil
+		data = api.ReactionEventData{Reaction: toAPIReaction(*d.Reaction), LineHandle: lineHandle}
 	case d.Receipt != nil:
-		return receiptEventData{api.Receipt(*d.Receipt), lineHandle}, nil
+		data = api.ReceiptEventData{Receipt: api.Receipt(*d.Receipt), LineHandle: lineHandle}
 	case d.ChatUpdate != nil:
-		return toChatEventData(*d.ChatUpdate, lineHandle), nil
+		data = toChatEventData(*d.ChatUpdate, lineHandle)
+	default:
+		return nil, fmt.Errorf("delivery %s carries no event", d.ID)
 	}
-	return nil, fmt.Errorf("delivery %s carries no event", d.ID)
+	return json.Marshal(data)
 }
 
 // toChatEventData is a chat.updated event's data; `blueline sim group`
 // prints the same.
-func toChatEventData(u storage.ChatUpdate, lineHandle string) chatEventData {
-	return chatEventData{Chat: toAPIChat(u.Chat), ChatID: u.Chat.ID, LineHandle: lineHandle, Change: apiChatChange{
+func toChatEventData(u storage.ChatUpdate, lineHandle string) api.ChatEventData {
+	return api.ChatEventData{Chat: toAPIChat(u.Chat), ChatID: u.Chat.ID, LineHandle: lineHandle, Change: api.ChatChange{
 		Action: u.Action, Participant: nonEmpty(u.Participant), Name: nonEmpty(u.Name), By: nonEmpty(u.By), IsFromMe: u.IsFromMe, At: u.At,
 	}}
 }

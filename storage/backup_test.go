@@ -11,6 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -231,7 +232,7 @@ func TestRestore(t *testing.T) {
 func TestQueueStats(t *testing.T) {
 	db, line := openDB(t)
 	chat := inbound(t, db, line, "+15551110001", 1).Chat
-	createWebhook(t, db, line, storage.EventMessageReceived)
+	createWebhook(t, db, line, api.EventMessageReceived)
 	s, err := db.QueueStats(ctx)
 	if err != nil || s != (storage.QueueStats{}) {
 		t.Fatalf("empty queues: %+v %v", s, err)

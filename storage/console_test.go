@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -95,7 +96,7 @@ func TestEventLog(t *testing.T) {
 	if err != nil || len(events) != 2 || events[0].Seq != 1 || events[1].Seq != 2 {
 		t.Fatalf("events: %+v %v", events, err)
 	}
-	if e := events[0]; e.Name != storage.EventMessageReceived || e.ChatID != first.Chat.ID || e.Message == nil || e.Message.ID != first.Message.ID {
+	if e := events[0]; e.Name != api.EventMessageReceived || e.ChatID != first.Chat.ID || e.Message == nil || e.Message.ID != first.Message.ID {
 		t.Fatalf("first event: %+v", e)
 	}
 	if after, _ := db.Events(ctx, 1, 10); len(after) != 1 || after[0].Seq != 2 {

@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/blueline-app/blueline/api"
 )
 
 // Message is one message in a chat, inbound or sent by the line.
@@ -522,9 +524,9 @@ func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, h *historyTx) (r
 		}
 	}
 	if events {
-		event := EventMessageReceived
+		event := api.EventMessageReceived
 		if m.IsFromMe {
-			event = EventMessageSent // sent from the owner's other devices
+			event = api.EventMessageSent // sent from the owner's other devices
 		}
 		if err := db.queueEvent(tx, event, c.LineID, c.ID, EventSubject{Message: &m}); err != nil {
 			return res, err

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/blueline-app/blueline/api"
 )
 
 // Outbox item states.
@@ -415,7 +417,7 @@ func (db *DB) MarkSent(ctx context.Context, sent ...Sent) error {
 					if err := putMessage(tx, &cs.saved, c, &m); err != nil {
 						return err
 					}
-					if err := db.queueEvent(tx, EventMessageSent, c.LineID, c.ID, EventSubject{Message: &m}); err != nil {
+					if err := db.queueEvent(tx, api.EventMessageSent, c.LineID, c.ID, EventSubject{Message: &m}); err != nil {
 						return err
 					}
 				}
@@ -579,7 +581,7 @@ func (db *DB) MarkLateFailure(ctx context.Context, lineID, guid, reason string) 
 			return err
 		}
 		changed = true
-		return db.queueEvent(tx, EventMessageFailed, m.LineID, m.ChatID, EventSubject{Message: &m})
+		return db.queueEvent(tx, api.EventMessageFailed, m.LineID, m.ChatID, EventSubject{Message: &m})
 	})
 	return item, changed, err
 }

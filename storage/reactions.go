@@ -9,6 +9,8 @@ import (
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/blueline-app/blueline/api"
 )
 
 // Reaction is one sender's tapback of one type on a message. Each (sender,
@@ -80,9 +82,9 @@ func (db *DB) applyReaction(tx *bolt.Tx, r Reaction) (Reaction, bool, error) {
 	if err := putJSON(b, key, r); err != nil {
 		return Reaction{}, false, err
 	}
-	event := EventReactionAdded
+	event := api.EventReactionAdded
 	if !r.Added {
-		event = EventReactionRemoved
+		event = api.EventReactionRemoved
 	}
 	return r, true, db.queueEvent(tx, event, r.LineID, r.ChatID, EventSubject{Reaction: &r})
 }
@@ -108,7 +110,7 @@ func (db *DB) replaceReactions(tx *bolt.Tx, r Reaction) error {
 		if err := putJSON(b, reactionKey(o.MessageID, o.Sender, o.Type), o); err != nil {
 			return err
 		}
-		if err := db.queueEvent(tx, EventReactionRemoved, o.LineID, o.ChatID, EventSubject{Reaction: &o}); err != nil {
+		if err := db.queueEvent(tx, api.EventReactionRemoved, o.LineID, o.ChatID, EventSubject{Reaction: &o}); err != nil {
 			return err
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/blueline-app/blueline/api"
 )
 
 // Receipt is how far one member of a chat (a contact, or the line itself)
@@ -43,7 +45,7 @@ func (db *DB) contactRead(tx *bolt.Tx, c Chat, handle string, readAt int64) (Rec
 	if err != nil || !moved {
 		return r, err
 	}
-	return r, db.queueEvent(tx, EventReceiptRead, c.LineID, c.ID, EventSubject{Receipt: &r})
+	return r, db.queueEvent(tx, api.EventReceiptRead, c.LineID, c.ID, EventSubject{Receipt: &r})
 }
 
 // putReceipt moves a receipt forward to readAt; moved is false when it was

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -13,7 +14,7 @@ import (
 // place; then the whole message goes.
 func TestUpdateMessageUnsentParts(t *testing.T) {
 	db, line := openDB(t)
-	hook := createWebhook(t, db, line, storage.EventMessageEdited, storage.EventMessageUnsent)
+	hook := createWebhook(t, db, line, api.EventMessageEdited, api.EventMessageUnsent)
 	text := func(s string) *string { return &s }
 	record := func(body *string, files ...storage.Attachment) storage.Message {
 		t.Helper()
@@ -42,7 +43,7 @@ func TestUpdateMessageUnsentParts(t *testing.T) {
 		}
 		return out
 	}
-	unsent := storage.EventMessageUnsent
+	unsent := api.EventMessageUnsent
 
 	// Parts 0 to 2 are the files, 3 the text; c.jpeg has not arrived.
 	m := record(text("look"), storage.Attachment{Filename: "a.jpeg", FileID: "fil_a"},
@@ -89,7 +90,7 @@ func TestUpdateMessageUnsentParts(t *testing.T) {
 		t.Fatalf("the photo: %v", ev)
 	}
 	got, ev = update(storage.MessageUpdate{GUID: m.GUID, UnsentParts: []int{0}, EditedAt: 60, Text: text("look here")})
-	if !slices.Equal(ev, []string{storage.EventMessageEdited}) || *got.Text != "look here" || got.EditedAt != 60 || len(got.Attachments) != 0 {
+	if !slices.Equal(ev, []string{api.EventMessageEdited}) || *got.Text != "look here" || got.EditedAt != 60 || len(got.Attachments) != 0 {
 		t.Fatalf("an edit after a photo taken back: %+v %v", got, ev)
 	}
 
@@ -100,7 +101,7 @@ func TestUpdateMessageUnsentParts(t *testing.T) {
 	}
 
 	names, d := events(t, db, hook)
-	if want := []string{unsent, unsent, unsent, unsent, unsent, storage.EventMessageEdited}; !slices.Equal(names, want) {
+	if want := []string{unsent, unsent, unsent, unsent, unsent, api.EventMessageEdited}; !slices.Equal(names, want) {
 		t.Fatalf("events %v, want %v", names, want)
 	}
 	if p := d[0].Message.UnsentParts; p == nil || !slices.Equal(p.Attachments, []int{1}) || len(d[0].Message.Attachments) != 2 {

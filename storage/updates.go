@@ -7,6 +7,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge"
 )
 
@@ -87,7 +88,7 @@ func (db *DB) UpdateMessage(ctx context.Context, lineID string, u MessageUpdate)
 			return fmt.Errorf("chat of message %s: %w", m.ID, err)
 		}
 		for _, e := range events {
-			if e == EventReceiptRead {
+			if e == api.EventReceiptRead {
 				// A group has no receipt per member: a read date on a
 				// group message names no reader.
 				if c.IsGroup {
@@ -117,14 +118,14 @@ func messageChanges(m *Message, u MessageUpdate) (events []string, changed bool)
 	switch {
 	case u.UnsentAt != 0 && m.UnsentAt == 0:
 		m.UnsentAt, m.Text, m.Attachments, m.UnsentParts = u.UnsentAt, nil, []Attachment{}, nil
-		events = append(events, EventMessageUnsent)
+		events = append(events, api.EventMessageUnsent)
 	case m.UnsentAt == 0:
 		if m.UnsendParts(u.UnsentParts) {
-			events = append(events, EventMessageUnsent)
+			events = append(events, api.EventMessageUnsent)
 		}
 		if edited(m, u) {
 			m.EditedAt, m.Text = u.EditedAt, u.Text
-			events = append(events, EventMessageEdited)
+			events = append(events, api.EventMessageEdited)
 		}
 	}
 	changed, _ = fillFiles(m, u.Attachments)
@@ -133,11 +134,11 @@ func messageChanges(m *Message, u MessageUpdate) (events []string, changed bool)
 	}
 	if u.DeliveredAt != 0 && m.DeliveredAt == 0 {
 		m.DeliveredAt = u.DeliveredAt
-		events = append(events, EventMessageDelivered)
+		events = append(events, api.EventMessageDelivered)
 	}
 	if u.ReadAt > m.ReadAt {
 		m.ReadAt = u.ReadAt
-		events = append(events, EventReceiptRead)
+		events = append(events, api.EventReceiptRead)
 	}
 	return events, changed || len(events) > 0
 }
@@ -264,7 +265,7 @@ func (db *DB) ApplyChatUpdate(ctx context.Context, guid string, want Chat, u Cha
 			return err
 		}
 		u.Chat, applied = c, true
-		return db.queueEvent(tx, EventChatUpdated, c.LineID, c.ID, EventSubject{ChatUpdate: &u})
+		return db.queueEvent(tx, api.EventChatUpdated, c.LineID, c.ID, EventSubject{ChatUpdate: &u})
 	})
 	if err != nil {
 		return u, false, fmt.Errorf("chat update %s: %w", guid, err)

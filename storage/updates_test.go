@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/storage"
 )
@@ -38,7 +39,7 @@ func sentMessage(t *testing.T, db *storage.DB, line storage.Line, contact, guid 
 
 func TestUpdateMessage(t *testing.T) {
 	db, line := openDB(t)
-	hook := createWebhook(t, db, line, storage.EventMessageEdited, storage.EventMessageUnsent, storage.EventMessageDelivered, storage.EventReceiptRead)
+	hook := createWebhook(t, db, line, api.EventMessageEdited, api.EventMessageUnsent, api.EventMessageDelivered, api.EventReceiptRead)
 	theirs := inbound(t, db, line, rxAlice, 1).Message
 	ours := sentMessage(t, db, line, rxAlice, "OURS-1")
 	update := func(u storage.MessageUpdate) (storage.Message, []string) {
@@ -53,7 +54,7 @@ func TestUpdateMessage(t *testing.T) {
 
 	// An edit, then the same edit again, then an older one: one event.
 	m, ev := update(storage.MessageUpdate{GUID: theirs.GUID, Text: text("edited"), EditedAt: 50})
-	if !slices.Equal(ev, []string{storage.EventMessageEdited}) || *m.Text != "edited" || m.EditedAt != 50 || m.ID != theirs.ID {
+	if !slices.Equal(ev, []string{api.EventMessageEdited}) || *m.Text != "edited" || m.EditedAt != 50 || m.ID != theirs.ID {
 		t.Fatalf("edit: %+v %v", m, ev)
 	}
 	for _, u := range []storage.MessageUpdate{{GUID: theirs.GUID, Text: text("edited"), EditedAt: 50}, {GUID: theirs.GUID, Text: text("older"), EditedAt: 40}} {
@@ -67,7 +68,7 @@ func TestUpdateMessage(t *testing.T) {
 	}
 	// An unsend empties the message for good: no edit, no file after it.
 	m, ev = update(storage.MessageUpdate{GUID: theirs.GUID, UnsentAt: 80})
-	if !slices.Equal(ev, []string{storage.EventMessageUnsent}) || m.Text != nil || len(m.Attachments) != 0 || m.UnsentAt != 80 {
+	if !slices.Equal(ev, []string{api.EventMessageUnsent}) || m.Text != nil || len(m.Attachments) != 0 || m.UnsentAt != 80 {
 		t.Fatalf("unsend: %+v %v", m, ev)
 	}
 	if m, ev := update(storage.MessageUpdate{GUID: theirs.GUID, Text: text("back?"), EditedAt: 90, UnsentAt: 95}); ev != nil || m.Text != nil || m.UnsentAt != 80 {
@@ -77,11 +78,11 @@ func TestUpdateMessage(t *testing.T) {
 	// Ours: delivered, then read (the contact's receipt moves), then read
 	// later again; the same update twice changes nothing.
 	m, ev = update(storage.MessageUpdate{GUID: ours.GUID, DeliveredAt: 100})
-	if !slices.Equal(ev, []string{storage.EventMessageDelivered}) || m.DeliveredAt != 100 {
+	if !slices.Equal(ev, []string{api.EventMessageDelivered}) || m.DeliveredAt != 100 {
 		t.Fatalf("delivered: %+v %v", m, ev)
 	}
 	m, ev = update(storage.MessageUpdate{GUID: ours.GUID, DeliveredAt: 100, ReadAt: 200})
-	if !slices.Equal(ev, []string{storage.EventReceiptRead}) || m.ReadAt != 200 {
+	if !slices.Equal(ev, []string{api.EventReceiptRead}) || m.ReadAt != 200 {
 		t.Fatalf("read: %+v %v", m, ev)
 	}
 	if _, ev := update(storage.MessageUpdate{GUID: ours.GUID, DeliveredAt: 100, ReadAt: 200}); ev != nil {
@@ -113,7 +114,7 @@ func TestUpdateMessage(t *testing.T) {
 
 func TestApplyChatUpdate(t *testing.T) {
 	db, line := openDB(t)
-	hook := createWebhook(t, db, line, storage.EventChatUpdated)
+	hook := createWebhook(t, db, line, api.EventChatUpdated)
 	group := storage.Chat{ID: storage.NewID("cht_"), LineID: line.ID, GUID: "iMessage;+;chat1", Identifier: "chat1", Service: "imessage",
 		IsGroup: true, Name: "Team", Participants: []string{rxAlice}}
 	apply := func(guid string, u storage.ChatUpdate) (storage.ChatUpdate, bool) {
@@ -158,7 +159,7 @@ func TestApplyChatUpdate(t *testing.T) {
 func TestOneTapbackPerSender(t *testing.T) {
 	db, line := openDB(t)
 	msg := inbound(t, db, line, rxAlice, 1).Message
-	hook := createWebhook(t, db, line, storage.EventReactionAdded, storage.EventReactionRemoved)
+	hook := createWebhook(t, db, line, api.EventReactionAdded, api.EventReactionRemoved)
 	react := func(typ, emoji string, added bool, at int64) {
 		t.Helper()
 		if _, _, err := db.ApplyReaction(ctx, storage.Reaction{MessageID: msg.ID, ChatID: msg.ChatID, LineID: line.ID, Type: typ, Emoji: emoji,

@@ -12,31 +12,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Webhook events.
-const (
-	EventMessageReceived = "message.received"
-	EventMessageSent     = "message.sent"
-	EventReactionAdded   = "reaction.added"
-	EventReactionRemoved = "reaction.removed"
-	// EventMessageFailed is a sent message the network later failed. It is
-	// not one of the reference service's four: only webhooks that name it
-	// receive it.
-	EventMessageFailed = "message.failed"
-	// Changes the network records after a message: like message.failed,
-	// only webhooks that name them receive them.
-	EventMessageEdited    = "message.edited"
-	EventMessageUnsent    = "message.unsent"
-	EventMessageDelivered = "message.delivered"
-	// EventReceiptRead is a contact having read a chat up to a time: the
-	// name the reference service reserves for it.
-	EventReceiptRead = "receipt.read"
-	EventChatUpdated = "chat.updated"
-)
-
-// WebhookEvents are the events a webhook can subscribe to.
-var WebhookEvents = []string{EventMessageReceived, EventMessageSent, EventReactionAdded, EventReactionRemoved, EventMessageFailed,
-	EventMessageEdited, EventMessageUnsent, EventMessageDelivered, EventReceiptRead, EventChatUpdated}
-
 // Webhook is a receiver of one line's events.
 type Webhook struct {
 	ID     string `json:"id"`

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -34,13 +35,13 @@ func TestEventsQueuedWithTheirMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := createWebhook(t, db, line, storage.WebhookEvents...)
-	sentOnly := createWebhook(t, db, line, storage.EventMessageSent)
-	elsewhere := createWebhook(t, db, others[1], storage.WebhookEvents...)
+	all := createWebhook(t, db, line, api.WebhookEvents...)
+	sentOnly := createWebhook(t, db, line, api.EventMessageSent)
+	elsewhere := createWebhook(t, db, others[1], api.WebhookEvents...)
 
 	res := inbound(t, db, line, "+15551110001", 10)
 	d := due(t, db, all)
-	if len(d) != 1 || d[0].Event != storage.EventMessageReceived || d[0].Message == nil || d[0].Message.ID != res.Message.ID ||
+	if len(d) != 1 || d[0].Event != api.EventMessageReceived || d[0].Message == nil || d[0].Message.ID != res.Message.ID ||
 		d[0].ChatID != res.Chat.ID || d[0].Status != storage.DeliveryPending {
 		t.Fatalf("queued %+v", d)
 	}
@@ -69,14 +70,14 @@ func TestEventsQueuedWithTheirMessage(t *testing.T) {
 	for _, dd := range due(t, db, all) {
 		events = append(events, dd.Event)
 	}
-	if len(events) != 3 || events[1] != storage.EventReactionAdded || events[2] != storage.EventReactionRemoved {
+	if len(events) != 3 || events[1] != api.EventReactionAdded || events[2] != api.EventReactionRemoved {
 		t.Fatalf("events %v", events)
 	}
 }
 
 func TestRecordAttempts(t *testing.T) {
 	db, line := openDB(t)
-	w := createWebhook(t, db, line, storage.EventMessageReceived)
+	w := createWebhook(t, db, line, api.EventMessageReceived)
 	inbound(t, db, line, "+15551110001", 10)
 	inbound(t, db, line, "+15551110002", 11)
 	d := due(t, db, w)
@@ -170,7 +171,7 @@ func TestRecordAttempts(t *testing.T) {
 
 func TestDeleteWebhookDropsPending(t *testing.T) {
 	db, line := openDB(t)
-	w := createWebhook(t, db, line, storage.EventMessageReceived)
+	w := createWebhook(t, db, line, api.EventMessageReceived)
 	inbound(t, db, line, "+15551110001", 10)
 	d := due(t, db, w)
 	if err := db.DeleteWebhook(ctx, w.ID); err != nil {

@@ -1,8 +1,10 @@
 package webhook_test
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/apitest"
+	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/metrics"
 	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/webhook"
@@ -34,12 +38,12 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // receiver to tell events apart. (The API's shapes are the server's.)
 type textRenderer struct{}
 
-func (textRenderer) EventData(d storage.Delivery, lineHandle string) (any, error) {
+func (textRenderer) EventData(d storage.Delivery, lineHandle string) (json.RawMessage, error) {
 	out := map[string]any{"line": lineHandle}
 	if d.Message != nil {
 		out["id"], out["text"] = d.Message.ID, d.Message.Text
 	}
-	return out, nil
+	return json.Marshal(out)
 }
 
 // hookEnv is a real database with one line.
@@ -66,7 +70,7 @@ func newHookEnv(t *testing.T) *hookEnv {
 // register stores an active webhook for message.received at url.
 func (e *hookEnv) register(url, secret string) storage.Webhook {
 	e.t.Helper()
-	h := storage.Webhook{ID: storage.NewID("wh_"), LineID: e.line.ID, URL: url, Events: []string{storage.EventMessageReceived},
+	h := storage.Webhook{ID: storage.NewID("wh_"), LineID: e.line.ID, URL: url, Events: []string{api.EventMessageReceived},
 		Secret: secret, IsActive: true, CreatedAt: time.Now().UnixMilli()}
 	if err := e.db.CreateWebhook(context.Background(), h); err != nil {
 		e.t.Fatal(err)
@@ -88,9 +92,18 @@ func (e *hookEnv) inbound(contact, text string) storage.Message {
 	return res.Message
 }
 
-// run starts a dispatcher; it is stopped when the test ends.
+// run starts a dispatcher with opts, what they leave unset as the default
+// configuration has it; it is stopped when the test ends.
 func (e *hookEnv) run(opts webhook.Options) {
 	e.t.Helper()
+	def := config.Default().Webhooks
+	if opts.Schedule == nil {
+		opts.Schedule = def.Schedule()
+	}
+	opts.Timeout = cmp.Or(opts.Timeout, def.Timeout.Duration)
+	opts.DisableAfter = cmp.Or(opts.DisableAfter, def.DisableAfter.Duration)
+	opts.Lanes = cmp.Or(opts.Lanes, def.Concurrency)
+	opts.Retention = cmp.Or(opts.Retention, def.Retention.Duration)
 	d := webhook.New(e.db, textRenderer{}, opts, quiet)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -161,7 +174,7 @@ func TestDispatcherDeliversSigned(t *testing.T) {
 	if got.Err != nil {
 		t.Fatalf("signature: %v", got.Err)
 	}
-	if got.Event() != storage.EventMessageReceived || got.Data()["text"] != "hello hook" || got.Data()["id"] != msg.ID ||
+	if got.Event() != api.EventMessageReceived || got.Data()["text"] != "hello hook" || got.Data()["id"] != msg.ID ||
 		got.Data()["line"] != mainLine || got.Header.Get(signature.HeaderDeliveryID) != got.DeliveryID() ||
 		got.Header.Get(signature.HeaderTimestamp) != strconv.FormatInt(got.Timestamp(), 10) ||
 		got.Header.Get("Content-Type") != "application/json" || got.Header.Get("User-Agent") != "Blueline-Webhooks/1" {

@@ -27,19 +27,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/purge"
 	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/webhook/signature"
 )
 
-// DefaultSchedule is the wait before each retry: about three days in all,
-// over 12 attempts.
-var DefaultSchedule = []time.Duration{
-	5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute, 30 * time.Minute,
-	time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour, 24 * time.Hour,
-}
-
-// Options tune the dispatcher.
+// Options tune the dispatcher: the daemon passes [webhooks]'s settings.
+// Timeout, DisableAfter, Lanes and Retention must be more than 0.
 type Options struct {
 	Schedule     []time.Duration // waits before each retry; an attempt more than retries in all
 	Timeout      time.Duration   // for a receiver to answer an attempt
@@ -62,7 +57,7 @@ type Metrics interface {
 // Renderer turns a delivery's snapshot into the event's data, in the API's
 // shapes (message attachments get fresh download URLs).
 type Renderer interface {
-	EventData(d storage.Delivery, lineHandle string) (any, error)
+	EventData(d storage.Delivery, lineHandle string) (json.RawMessage, error)
 }
 
 // Dispatcher delivers webhook events. Start it with Run.
@@ -83,29 +78,8 @@ type result struct {
 	done chan<- string
 }
 
-// withDefaults fills in what opts leave unset.
-func (opts Options) withDefaults() Options {
-	if opts.Schedule == nil {
-		opts.Schedule = DefaultSchedule
-	}
-	if opts.Timeout == 0 {
-		opts.Timeout = 15 * time.Second
-	}
-	if opts.DisableAfter == 0 {
-		opts.DisableAfter = 72 * time.Hour
-	}
-	if opts.Lanes < 1 {
-		opts.Lanes = 4
-	}
-	if opts.Retention == 0 {
-		opts.Retention = 7 * 24 * time.Hour
-	}
-	return opts
-}
-
 // New returns a dispatcher.
 func New(db *storage.DB, render Renderer, opts Options, log *slog.Logger) *Dispatcher {
-	opts = opts.withDefaults()
 	return &Dispatcher{db: db, render: render, opts: opts, log: log, results: make(chan result, 1024), disabled: make(chan struct{}, 1)}
 }
 
@@ -388,17 +362,6 @@ func (w *worker) lane(queue <-chan storage.DueDelivery) {
 	}
 }
 
-// envelope is the body of a delivery.
-type envelope struct {
-	Event      string `json:"event"`
-	Data       any    `json:"data"`
-	Timestamp  int64  `json:"timestamp"`
-	DeliveryID string `json:"delivery_id"`
-	// Test marks an event that `blueline webhooks test` sent: its data is
-	// a sample, about nothing stored.
-	Test bool `json:"test,omitempty"`
-}
-
 // attempt makes one attempt and says when to retry after a failure (0: no
 // more retries).
 func (w *worker) attempt(dd storage.DueDelivery) (storage.Attempt, int64) {
@@ -434,7 +397,7 @@ func (w *worker) post(dd storage.DueDelivery, a *storage.Attempt) error {
 	if err != nil {
 		return fmt.Errorf("render event: %w", err)
 	}
-	ans, err := send(w.ctx, w.client, w.d.opts.Timeout, w.hook, envelope{Event: dd.Event, Data: data, Timestamp: a.At, DeliveryID: dd.ID})
+	ans, err := send(w.ctx, w.client, w.d.opts.Timeout, w.hook, api.Event{Type: dd.Event, Data: data, Timestamp: a.At, DeliveryID: dd.ID})
 	a.StatusCode = ans.StatusCode
 	return err
 }
@@ -449,12 +412,12 @@ type answer struct {
 // excerptLen is how much of an answer's body is kept for the operator.
 const excerptLen = 256
 
-// send posts env to hook's receiver, signed with env.Timestamp, and reads
+// send posts ev to hook's receiver, signed with ev.Timestamp, and reads
 // the answer within timeout. An answer other than a 2xx is an error. ctx
 // is the sender's life: when it ends, the attempt was cut short, not timed
 // out.
-func send(ctx context.Context, client *http.Client, timeout time.Duration, hook storage.Webhook, env envelope) (answer, error) {
-	body, err := json.Marshal(env)
+func send(ctx context.Context, client *http.Client, timeout time.Duration, hook storage.Webhook, ev api.Event) (answer, error) {
+	body, err := json.Marshal(ev)
 	if err != nil {
 		return answer{}, fmt.Errorf("encode event: %w", err)
 	}
@@ -466,9 +429,9 @@ func send(ctx context.Context, client *http.Client, timeout time.Duration, hook 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", signature.UserAgent)
-	req.Header.Set(signature.HeaderSignature, signature.Sign(hook.Secret, env.Timestamp, body))
-	req.Header.Set(signature.HeaderTimestamp, fmt.Sprint(env.Timestamp))
-	req.Header.Set(signature.HeaderDeliveryID, env.DeliveryID)
+	req.Header.Set(signature.HeaderSignature, signature.Sign(hook.Secret, ev.Timestamp, body))
+	req.Header.Set(signature.HeaderTimestamp, fmt.Sprint(ev.Timestamp))
+	req.Header.Set(signature.HeaderDeliveryID, ev.DeliveryID)
 	resp, err := client.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {

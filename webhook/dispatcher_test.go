@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -19,8 +20,8 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 
 type renderer struct{}
 
-func (renderer) EventData(d storage.Delivery, lineHandle string) (any, error) {
-	return map[string]string{"id": d.ID}, nil
+func (renderer) EventData(d storage.Delivery, lineHandle string) (json.RawMessage, error) {
+	return json.Marshal(map[string]string{"id": d.ID})
 }
 
 // stalledBody gives nothing until the request's deadline, then fails as a

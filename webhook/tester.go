@@ -2,9 +2,11 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"time"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -18,7 +20,6 @@ type Tester struct {
 
 // NewTester returns a tester that posts as a dispatcher with opts does.
 func NewTester(opts Options) *Tester {
-	opts = opts.withDefaults()
 	return &Tester{opts: opts, client: newClient(opts)}
 }
 
@@ -38,11 +39,11 @@ type TestResult struct {
 
 // Send posts event, with data as its data and a "test": true mark, to
 // hook's receiver once, and says how it answered.
-func (t *Tester) Send(ctx context.Context, hook storage.Webhook, event string, data any) TestResult {
+func (t *Tester) Send(ctx context.Context, hook storage.Webhook, event string, data json.RawMessage) TestResult {
 	start := time.Now()
 	res := TestResult{DeliveryID: storage.NewID("dlv_test_"), Event: event}
 	ans, err := send(ctx, t.client, t.opts.Timeout, hook,
-		envelope{Event: event, Data: data, Timestamp: start.UnixMilli(), DeliveryID: res.DeliveryID, Test: true})
+		api.Event{Type: event, Data: data, Timestamp: start.UnixMilli(), DeliveryID: res.DeliveryID, Test: true})
 	res.LatencyMs = time.Since(start).Milliseconds()
 	res.StatusCode, res.Body = ans.StatusCode, string(ans.Excerpt)
 	if err != nil {

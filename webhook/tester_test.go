@@ -3,11 +3,13 @@ package webhook_test
 import (
 	"context"
 	"crypto/x509"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/webhook"
 	"github.com/blueline-app/blueline/webhook/signature"
@@ -25,9 +27,9 @@ func TestTesterSendsSigned(t *testing.T) {
 	roots := x509.NewCertPool()
 	roots.AddCert(rc.Server.Certificate())
 	tester := webhook.NewTester(webhook.Options{Policy: loopback, RootCAs: roots, Timeout: 100 * time.Millisecond})
-	hook := storage.Webhook{ID: "wh_test", URL: rc.Server.URL + "/hook", Secret: rc.Secret(), Events: []string{storage.EventMessageReceived}}
+	hook := storage.Webhook{ID: "wh_test", URL: rc.Server.URL + "/hook", Secret: rc.Secret(), Events: []string{api.EventMessageReceived}}
 
-	res := tester.Send(context.Background(), hook, storage.EventMessageReceived, map[string]string{"id": "msg_test_1"})
+	res := tester.Send(context.Background(), hook, api.EventMessageReceived, json.RawMessage(`{"id":"msg_test_1"}`))
 	got := rc.Requests()
 	if len(got) != 1 {
 		t.Fatalf("%d requests, want 1", len(got))
@@ -38,19 +40,19 @@ func TestTesterSendsSigned(t *testing.T) {
 		!strings.Contains(string(req.Raw), `"event":"message.received"`) {
 		t.Errorf("test request (signature: %v): %v %s", req.Err, req.Header, req.Raw)
 	}
-	if res.StatusCode != 200 || res.Error != "" || res.Body != "answer 1" || res.Event != storage.EventMessageReceived {
+	if res.StatusCode != 200 || res.Error != "" || res.Body != "answer 1" || res.Event != api.EventMessageReceived {
 		t.Errorf("result %+v", res)
 	}
 
 	// A refusal is reported with its status and body.
-	res = tester.Send(context.Background(), hook, storage.EventMessageReceived, nil)
+	res = tester.Send(context.Background(), hook, api.EventMessageReceived, nil)
 	if res.StatusCode != 500 || res.Error != "HTTP 500: answer 2" || res.Body != "answer 2" {
 		t.Errorf("refused: %+v", res)
 	}
 
 	// Loopback is refused unless private networks are allowed.
-	strict := webhook.NewTester(webhook.Options{Policy: webhook.Policy{AllowHTTP: true}, RootCAs: roots})
-	res = strict.Send(context.Background(), hook, storage.EventMessageReceived, nil)
+	strict := webhook.NewTester(webhook.Options{Policy: webhook.Policy{AllowHTTP: true}, RootCAs: roots, Timeout: 100 * time.Millisecond})
+	res = strict.Send(context.Background(), hook, api.EventMessageReceived, nil)
 	if res.StatusCode != 0 || !strings.Contains(res.Error, "127.0.0.1 is not a public address") || len(rc.Requests()) != 2 {
 		t.Errorf("policy: %+v, %d requests", res, len(rc.Requests()))
 	}
@@ -64,7 +66,7 @@ func TestTesterTimeout(t *testing.T) {
 	})
 	tester := webhook.NewTester(webhook.Options{Policy: loopback, Timeout: 50 * time.Millisecond})
 	hook := storage.Webhook{ID: "wh_test", URL: rc.Server.URL, Secret: rc.Secret()}
-	if res := tester.Send(context.Background(), hook, storage.EventMessageSent, nil); res.StatusCode != 0 || res.Error != "no answer within 50ms" {
+	if res := tester.Send(context.Background(), hook, api.EventMessageSent, nil); res.StatusCode != 0 || res.Error != "no answer within 50ms" {
 		t.Errorf("slow receiver: %+v", res)
 	}
 }

@@ -221,7 +221,7 @@ func (b *Bridge) Send(ctx context.Context, out bridge.Outgoing) (bridge.Receipt,
 	if !out.HandedAt.IsZero() {
 		return b.resume(ctx, out)
 	}
-	if err := b.unavailable(); err != nil {
+	if err := b.unavailable(ctx); err != nil {
 		return bridge.Receipt{}, err
 	}
 	handoff := onlyOnce(out.Handoff)

@@ -350,7 +350,7 @@ func (w *watcher) readHistory(ctx context.Context, max int64, pages chan<- histo
 			if r.RowID > max {
 				break
 			}
-			if r.Kind() == chatdb.KindMessage && (!r.IsFromMe || r.IsSent) {
+			if r.Kind() == chatdb.KindMessage && (!r.IsFromMe || r.IsSent) && r.Chat.GUID != "" {
 				if _, unsent := r.Unsent(); !unsent {
 					in, _ := w.inbound(r, false, time.Time{})
 					in.Screened = w.screened(r)

@@ -74,9 +74,14 @@ func (b *Bridge) checkAlive(ctx context.Context) {
 }
 
 // unavailable is the error of an action the line cannot take now, before
-// anything was tried: it waits and is tried again.
-func (b *Bridge) unavailable() error {
+// anything was tried: it waits and is tried again. Without the watchdog to
+// notice the line working again, a down line is pinged here first.
+func (b *Bridge) unavailable(ctx context.Context) error {
 	err := b.sender.health.down()
+	if err != nil && b.cfg.PingEvery < 0 {
+		b.sender.Ping(ctx) // its outcome is recorded in the health
+		err = b.sender.health.down()
+	}
 	if err == nil {
 		return nil
 	}

@@ -1,0 +1,128 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Event names: what a webhook subscribes to, and what the stream GET
+// /v1/events follows. The first four are the reference service's; a
+// webhook gets the others only when it names them.
+const (
+	EventMessageReceived = "message.received"
+	EventMessageSent     = "message.sent"
+	EventReactionAdded   = "reaction.added"
+	EventReactionRemoved = "reaction.removed"
+	// EventMessageFailed is a sent message the network later failed.
+	EventMessageFailed = "message.failed"
+	// Changes the network records after a message.
+	EventMessageEdited    = "message.edited"
+	EventMessageUnsent    = "message.unsent"
+	EventMessageDelivered = "message.delivered"
+	// EventReceiptRead is a contact having read a chat up to a time: the
+	// name the reference service reserves for it.
+	EventReceiptRead = "receipt.read"
+	EventChatUpdated = "chat.updated"
+)
+
+// WebhookEvents are the events a webhook can subscribe to.
+var WebhookEvents = []string{EventMessageReceived, EventMessageSent, EventReactionAdded, EventReactionRemoved, EventMessageFailed,
+	EventMessageEdited, EventMessageUnsent, EventMessageDelivered, EventReceiptRead, EventChatUpdated}
+
+// StandardEvents are the reference service's four: what a stream that
+// names no events follows, as an SDK-built receiver expects nothing else.
+var StandardEvents = []string{EventMessageReceived, EventMessageSent, EventReactionAdded, EventReactionRemoved}
+
+// Event is the body of a webhook delivery, and the data of an event of the
+// stream GET /v1/events (whose delivery_id is the event's evt_ ID).
+type Event struct {
+	Type       string          `json:"event"` // one of the Event… constants
+	Data       json.RawMessage `json:"data"`  // decode with Message, Reaction, Receipt, Chat or Decode
+	Timestamp  int64           `json:"timestamp"`
+	DeliveryID string          `json:"delivery_id"` // the same on every attempt: drop repeats by it
+	// Test marks an event `blueline webhooks test` sent: its data is a
+	// sample about nothing stored.
+	Test bool `json:"test,omitempty"`
+}
+
+// MessageEventData is the data of the message.* events: the message as
+// GET /v1/messages shows it, and the line's handle.
+type MessageEventData struct {
+	Message
+	LineHandle string `json:"line_handle"`
+}
+
+// ReactionEventData is the data of the reaction.* events.
+type ReactionEventData struct {
+	Reaction
+	LineHandle string `json:"line_handle"`
+}
+
+// ReceiptEventData is the data of receipt.read.
+type ReceiptEventData struct {
+	Receipt
+	LineHandle string `json:"line_handle"`
+}
+
+// ChatEventData is the data of chat.updated: the chat as the change left
+// it, and the change.
+type ChatEventData struct {
+	Chat
+	ChatID     string     `json:"chat_id"`
+	Change     ChatChange `json:"change"`
+	LineHandle string     `json:"line_handle"`
+}
+
+// ChatChange is what changed in a group chat.
+type ChatChange struct {
+	// Action is participant_added, participant_removed, participant_left,
+	// renamed, photo_changed or photo_removed.
+	Action      string  `json:"action"`
+	Participant *string `json:"participant"`
+	Name        *string `json:"name"`
+	By          *string `json:"by"`
+	IsFromMe    bool    `json:"is_from_me"`
+	At          int64   `json:"at"`
+}
+
+// Time is the event's timestamp.
+func (e *Event) Time() time.Time { return time.UnixMilli(e.Timestamp) }
+
+// Decode decodes the event's data into v.
+func (e *Event) Decode(v any) error {
+	if err := json.Unmarshal(e.Data, v); err != nil {
+		return fmt.Errorf("blueline: decode %s data: %w", e.Type, err)
+	}
+	return nil
+}
+
+// Message decodes the data of a message.* event.
+func (e *Event) Message() (*MessageEventData, error) {
+	return decodeData[MessageEventData](e, "message.")
+}
+
+// Reaction decodes the data of a reaction.* event.
+func (e *Event) Reaction() (*ReactionEventData, error) {
+	return decodeData[ReactionEventData](e, "reaction.")
+}
+
+// Receipt decodes the data of a receipt.* event.
+func (e *Event) Receipt() (*ReceiptEventData, error) {
+	return decodeData[ReceiptEventData](e, "receipt.")
+}
+
+// Chat decodes the data of a chat.* event.
+func (e *Event) Chat() (*ChatEventData, error) { return decodeData[ChatEventData](e, "chat.") }
+
+func decodeData[T any](e *Event, prefix string) (*T, error) {
+	if !strings.HasPrefix(e.Type, prefix) {
+		return nil, fmt.Errorf("blueline: a %s event has no %s… data", e.Type, prefix)
+	}
+	var v T
+	if err := e.Decode(&v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
