@@ -12,6 +12,7 @@ import (
 
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/bridge/messages/chatdb/chatdbtest"
+	"github.com/blueline-app/blueline/testkit"
 )
 
 // The first start imports what chat.db holds as history, without events:
@@ -751,7 +752,10 @@ func TestWatchRowsEndBelowTheCursor(t *testing.T) {
 		_, rebuilt = r.db.Insert(chatdbtest.Msg{Chat: dm, From: alice, Text: "after the rebuild"})
 	})
 	r.sink.waitLive(t, rebuilt)
-	if r.b.Health().ReplacedAt.IsZero() || !strings.Contains(r.logs.String(), "below the") {
+	// The change scanner may hand the new row over before the next read
+	// finds the file rebuilt: wait for that read.
+	testkit.Eventually(t, 10*time.Second, func() bool { return !r.b.Health().ReplacedAt.IsZero() })
+	if !strings.Contains(r.logs.String(), "below the") {
 		t.Errorf("the rebuild was not noticed: %+v\n%s", r.b.Health(), r.logs)
 	}
 }
