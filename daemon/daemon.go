@@ -181,6 +181,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 		LineHealth:      lineHealth(bridges),
 		Availability:    availability(bridges),
 		SimAvailability: network.SetAvailability,
+		Simulator:       network,
 		Guard:           guards.policy,
 		Ready:           ready,
 		Metrics:         mtr,

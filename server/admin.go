@@ -18,7 +18,6 @@ import (
 
 	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge"
-	"github.com/blueline-app/blueline/bridge/sim"
 	"github.com/blueline-app/blueline/handle"
 	"github.com/blueline-app/blueline/mediatype"
 	"github.com/blueline-app/blueline/storage"
@@ -185,6 +184,9 @@ func (s *Server) simLine(value string) (storage.Line, error) {
 	if line.Bridge != "sim" {
 		return line, errInvalid("line", "Line %s is on the %s bridge, not the simulated network.", line.Handle, line.Bridge)
 	}
+	if s.opts.Simulator == nil {
+		return line, errUnavailable("simulator_unavailable", "The simulated network does not take commands on this server.")
+	}
 	return line, nil
 }
 
@@ -208,7 +210,7 @@ func (s *Server) simContact(lineValue, fromValue string) (storage.Line, string, 
 // else the one-to-one chat with from.
 func (s *Server) simChat(r *http.Request, line storage.Line, from, chatID string) (bridge.Chat, error) {
 	if chatID == "" {
-		return sim.OneToOne(line.Service, from), nil
+		return s.opts.Simulator.OneToOne(line.Service, from), nil
 	}
 	c, err := s.lineChat(r, line, chatID)
 	if err != nil {
@@ -238,7 +240,7 @@ func (s *Server) adminSimInbound(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	in := bridge.Inbound{Line: line.Handle, Service: line.Service, GUID: sim.NewGUID(), Sender: from, SentAt: time.Now()}
+	in := bridge.Inbound{Line: line.Handle, Service: line.Service, GUID: s.opts.Simulator.NewGUID(), Sender: from, SentAt: time.Now()}
 	switch {
 	case req.Attach != "" && req.Audio != "":
 		return errInvalid("audio", "Give --attach or --audio, not both: a message carries one attachment.")
@@ -276,7 +278,7 @@ func (s *Server) adminSimInbound(w http.ResponseWriter, r *http.Request) error {
 		if len(members) == 0 {
 			return errMissing("participants")
 		}
-		in.Chat = sim.NewGroup(line.Service, req.Group, members)
+		in.Chat = s.opts.Simulator.NewGroup(line.Service, req.Group, members)
 	default:
 		if in.Chat, err = s.simChat(r, line, from, req.Chat); err != nil {
 			return err
@@ -612,7 +614,7 @@ func (s *Server) adminSimGroup(w http.ResponseWriter, r *http.Request) error {
 	case req.Name != "" && req.Action != bridge.ChatRenamed:
 		return errInvalid("name", "A name goes with renaming the group.")
 	}
-	u := bridge.ChatUpdate{Line: line.Handle, GUID: sim.NewGUID(), Action: req.Action, Name: req.Name, By: by, IsFromMe: by == line.Handle, At: time.Now(),
+	u := bridge.ChatUpdate{Line: line.Handle, GUID: s.opts.Simulator.NewGUID(), Action: req.Action, Name: req.Name, By: by, IsFromMe: by == line.Handle, At: time.Now(),
 		Chat: bridge.Chat{GUID: c.GUID, Identifier: c.Identifier, IsGroup: true, Name: c.Name, Participants: c.Participants}}
 	if add || remove {
 		if req.Participant == "" {

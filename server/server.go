@@ -32,6 +32,13 @@ type InboundRecorder interface {
 }
 
 // Options configure the server.
+// Simulator makes the simulated network's chats and message GUIDs.
+type Simulator interface {
+	OneToOne(service, contact string) bridge.Chat
+	NewGroup(service, name string, participants []string) bridge.Chat
+	NewGUID() string
+}
+
 type Options struct {
 	RequestsPerHour int   // per API key; 0 disables the limit
 	MaxBodyBytes    int64 // largest JSON request body
@@ -56,6 +63,9 @@ type Options struct {
 	// network (`blueline sim availability`); nil refuses.
 	Availability    func(ctx context.Context, line storage.Line, handle string) (bool, error)
 	SimAvailability func(handle string, imessage bool)
+	// Simulator names the chats and messages the admin socket's sim
+	// commands make (the simulated network's own names); nil refuses them.
+	Simulator Simulator
 	// AvailabilityTTL is how long an availability answer is kept: 1 hour
 	// when 0.
 	AvailabilityTTL time.Duration

@@ -264,6 +264,21 @@ func snapshot[T any](n *Network, list *[]T) []T {
 	return append([]T(nil), *list...)
 }
 
+// OneToOne, NewGroup and NewGUID as methods: what code that makes
+// simulated traffic without importing this package (the admin socket's
+// sim commands) is handed.
+
+// OneToOne is the package's OneToOne.
+func (n *Network) OneToOne(service, contact string) bridge.Chat { return OneToOne(service, contact) }
+
+// NewGroup is the package's NewGroup.
+func (n *Network) NewGroup(service, name string, participants []string) bridge.Chat {
+	return NewGroup(service, name, participants)
+}
+
+// NewGUID is the package's NewGUID.
+func (n *Network) NewGUID() string { return NewGUID() }
+
 // OneToOne names the one-to-one chat of a line with contact on service.
 func OneToOne(service, contact string) bridge.Chat {
 	return bridge.Chat{GUID: servicePrefix(service) + ";-;" + contact, Identifier: contact, Participants: []string{contact}}
