@@ -296,29 +296,30 @@ func guidsOf(msgs []bridge.Inbound) []string {
 	return out
 }
 
-// live waits until the sink stored guid as news, and returns it.
+// waitLive waits until the sink stored guid as news, and returns it.
 func (s *memSink) waitLive(t *testing.T, guid string) bridge.Inbound {
 	t.Helper()
-	var in bridge.Inbound
-	waitUntil(t, func() bool {
-		var ok bool
-		in, ok = findInbound(s.state().live, guid)
-		return ok
-	})
-	return in
+	return s.waitStored(t, guid, func(st sinkState) []bridge.Inbound { return st.live })
 }
 
 // waitHistory waits until the sink stored guid as history, and returns
 // it.
 func (s *memSink) waitHistory(t *testing.T, guid string) bridge.Inbound {
 	t.Helper()
-	var in bridge.Inbound
+	return s.waitStored(t, guid, func(st sinkState) []bridge.Inbound { return st.history })
+}
+
+// waitStored waits until guid is among the messages that in picks from
+// the sink's state, and returns it.
+func (s *memSink) waitStored(t *testing.T, guid string, in func(sinkState) []bridge.Inbound) bridge.Inbound {
+	t.Helper()
+	var found bridge.Inbound
 	waitUntil(t, func() bool {
 		var ok bool
-		in, ok = findInbound(s.state().history, guid)
+		found, ok = findInbound(in(s.state()), guid)
 		return ok
 	})
-	return in
+	return found
 }
 
 // waitUpdate waits for an update of guid for which ok holds.
