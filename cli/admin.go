@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,15 +15,15 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/blueline-app/blueline/server"
+	"github.com/blueline-app/blueline/client"
 )
 
-func (a *app) adminClient() (*server.AdminClient, error) {
+func (a *app) adminClient() (*client.Admin, error) {
 	cfg, err := a.config()
 	if err != nil {
 		return nil, err
 	}
-	return server.NewAdminClient(cfg.DataDir()), nil
+	return client.NewAdmin(cfg.DataDir()), nil
 }
 
 // adminDo makes an admin request and decodes its answer into out.
@@ -31,7 +32,16 @@ func (a *app) adminDo(ctx context.Context, method, path string, in, out any) err
 	if err != nil {
 		return err
 	}
-	return c.Do(ctx, method, path, in, out)
+	return adminError(c.Do(ctx, method, path, in, out))
+}
+
+// adminError words a refusal of the admin socket for the command line: its
+// code and message, as the daemon's log would.
+func adminError(err error) error {
+	if e, ok := errors.AsType[*client.Error](err); ok && e.Code != "" {
+		return errors.New(e.Code + ": " + e.Message)
+	}
+	return err
 }
 
 // adminPrint makes an admin request and prints the answer as indented JSON.

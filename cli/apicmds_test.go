@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/daemontest"
-	"github.com/blueline-app/blueline/server"
 )
 
 // lines list shows every configured line, tab-separated or in the API's
@@ -177,7 +177,7 @@ func TestFilesUploadAndGet(t *testing.T) {
 		t.Errorf("files get of an unknown file: exit %d, stdout %q, stderr %q; want 1", code, out, errOut)
 	}
 
-	t.Setenv(envAPIKey, d.Key(server.KeyRequest{}))
+	t.Setenv(envAPIKey, d.Key(api.KeyRequest{}))
 	if got := mustCLI(t, d, "files", "get", file.ID, "--download", "--base-url", d.URL()); got != content {
 		t.Errorf("files get --download (remote): %q, want %q", got, content)
 	}
@@ -213,7 +213,7 @@ func TestSandboxStatusAndActivate(t *testing.T) {
 		t.Errorf("sandbox status, pending: %q", out)
 	}
 
-	t.Setenv(envAPIKey, d.Key(server.KeyRequest{Owner: owner}))
+	t.Setenv(envAPIKey, d.Key(api.KeyRequest{Owner: owner}))
 	var remote struct {
 		Status string
 		Code   *string `json:"activation_code"`

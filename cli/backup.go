@@ -12,7 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/blueline-app/blueline/server"
+	"github.com/blueline-app/blueline/adminsock"
+	"github.com/blueline-app/blueline/client"
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -49,9 +50,9 @@ func (a *app) backup(ctx context.Context, target string, force bool) error {
 	if err != nil {
 		return err
 	}
-	body, err := server.NewAdminClient(cfg.DataDir()).Stream(ctx, "/backup")
+	body, err := client.NewAdmin(cfg.DataDir()).Stream(ctx, "/backup")
 	if err != nil {
-		return err
+		return adminError(err)
 	}
 	defer body.Close()
 	n, err := writeBackup(body, target, force)
@@ -141,7 +142,7 @@ func (a *app) restore(file string) error {
 		return err
 	}
 	dir := cfg.DataDir()
-	socket := server.AdminSocketPath(dir)
+	socket := adminsock.Path(dir)
 	if c, err := net.DialTimeout("unix", socket, time.Second); err == nil {
 		c.Close()
 		return fmt.Errorf("the daemon is running (it answers on %s): stop it first, then restore", socket)

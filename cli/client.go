@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -15,8 +14,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/blueline-app/blueline/adminsock"
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/client"
-	"github.com/blueline-app/blueline/server"
 )
 
 // The client commands (send, react, typing, read, lines, chats, messages,
@@ -87,7 +87,7 @@ func (a *app) connect(f *apiFlags, wrap func(http.RoundTripper) http.RoundTrippe
 	if err != nil {
 		return nil, err
 	}
-	hc := server.NewAdminClient(cfg.DataDir()).HTTPClient()
+	hc := client.NewAdmin(cfg.DataDir()).HTTPClient()
 	rt := hc.Transport
 	if owner := strings.TrimSpace(f.owner); owner != "" {
 		rt = ownerTransport{owner: owner, next: rt}
@@ -96,8 +96,8 @@ func (a *app) connect(f *apiFlags, wrap func(http.RoundTripper) http.RoundTrippe
 		rt = wrap(rt)
 	}
 	hc.Transport = rt
-	return &apiConn{Client: client.New(server.AdminBaseURL, client.WithHTTPClient(hc), ua), local: true,
-		socket: server.AdminSocketPath(cfg.DataDir())}, nil
+	return &apiConn{Client: client.New(adminsock.BaseURL, client.WithHTTPClient(hc), ua), local: true,
+		socket: adminsock.Path(cfg.DataDir())}, nil
 }
 
 // ownerTransport makes each request over the admin socket act as owner.
@@ -108,7 +108,7 @@ type ownerTransport struct {
 
 func (t ownerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	r.Header.Set(server.OwnerHeader, t.owner)
+	r.Header.Set(api.OwnerHeader, t.owner)
 	return t.next.RoundTrip(r)
 }
 
@@ -144,13 +144,13 @@ func (c *apiConn) explain(err error) error {
 		return errors.New(msg)
 	}
 	if c.local {
-		if errors.Is(err, server.ErrUntrustedSocket) {
+		if errors.Is(err, adminsock.ErrUntrusted) {
 			if ue, ok := errors.AsType[*url.Error](err); ok {
 				return ue.Err
 			}
 		}
-		if oe, ok := errors.AsType[*net.OpError](err); ok && oe.Op == "dial" {
-			return fmt.Errorf("%w (no answer on %s): start it with `blueline serve`, or pass --base-url", server.ErrDaemonNotRunning, c.socket)
+		if errors.Is(err, adminsock.ErrDaemonNotRunning) {
+			return fmt.Errorf("%w (no answer on %s): start it with `blueline serve`, or pass --base-url", adminsock.ErrDaemonNotRunning, c.socket)
 		}
 	}
 	return err

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/blueline-app/blueline/server"
+	"github.com/blueline-app/blueline/api"
 )
 
 func (a *app) dashboardCommand() *cobra.Command {
@@ -148,7 +148,7 @@ func (a *app) dashboardSessionsCommand() *cobra.Command {
 		Example: "  blueline dashboard sessions\n  blueline dashboard sessions --json",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var sessions []server.SessionInfo
+			var sessions []api.SessionInfo
 			raw, err := a.adminList(cmd.Context(), "/dashboard/sessions", &sessions)
 			if err != nil {
 				return err

@@ -15,12 +15,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/blueline-app/blueline/adminsock"
 	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge/messages"
 	"github.com/blueline-app/blueline/bridge/messages/chatdb"
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/handle"
-	"github.com/blueline-app/blueline/server"
 )
 
 // The results of a check. A skipped check (not on macOS, or after one it
@@ -288,7 +288,7 @@ func (a *app) lineChecks(ctx context.Context, cfg *config.Config, l config.Line,
 		port = messages.DefaultHelperPort()
 	}
 	add(helperCheck(mine, daemonErr, port))
-	add(daemonCheck(mine, daemonErr, server.AdminSocketPath(cfg.DataDir())))
+	add(daemonCheck(mine, daemonErr, adminsock.Path(cfg.DataDir())))
 	return out
 }
 
@@ -539,7 +539,7 @@ func helperCheck(l *api.Line, daemonErr error, port int) doctorCheck {
 func daemonCheck(l *api.Line, daemonErr error, socket string) doctorCheck {
 	c := doctorCheck{Name: checkDaemon}
 	switch {
-	case errors.Is(daemonErr, server.ErrDaemonNotRunning):
+	case errors.Is(daemonErr, adminsock.ErrDaemonNotRunning):
 		c.Status, c.Detail = checkFail, "the daemon is not running (no answer on "+socket+")"
 		c.Fix = "start it: `blueline start` (the installed service) or `blueline serve`; its log says why it stopped"
 		return c

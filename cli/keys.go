@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/blueline-app/blueline/server"
+	"github.com/blueline-app/blueline/api"
 )
 
 func (a *app) keysCommand() *cobra.Command {
@@ -20,7 +20,7 @@ func (a *app) keysCommand() *cobra.Command {
 }
 
 func (a *app) keysCreateCommand() *cobra.Command {
-	var req server.KeyRequest
+	var req api.KeyRequest
 	var lines string
 	var asJSON bool
 	c := &cobra.Command{
@@ -37,7 +37,7 @@ characters. The key is shown once: the daemon keeps only its hash.`,
 				return usageErrorf("keys create needs --label")
 			}
 			req.Lines = splitList(lines)
-			var info server.KeyInfo
+			var info api.KeyInfo
 			if err := a.adminDo(cmd.Context(), http.MethodPost, "/keys", req, &info); err != nil {
 				return err
 			}
@@ -68,7 +68,7 @@ tab-separated line per key.`,
 		Example: "  blueline keys list\n  blueline keys list --json",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var keys []server.KeyInfo
+			var keys []api.KeyInfo
 			raw, err := a.adminList(cmd.Context(), "/keys", &keys)
 			if err != nil {
 				return err
@@ -97,7 +97,7 @@ func (a *app) keysRevokeCommand() *cobra.Command {
 }
 
 func scopeList(scopes []string) string {
-	if len(scopes) == len(server.Scopes) {
+	if len(scopes) == len(api.Scopes) {
 		return "all"
 	}
 	return strings.Join(scopes, ",")

@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/blueline-app/blueline/adminsock"
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/daemon"
-	"github.com/blueline-app/blueline/server"
 )
 
 func (a *app) serveCommand() *cobra.Command {
@@ -47,7 +47,7 @@ func serve(ctx context.Context, cfgPath string, build Build, stderr io.Writer) e
 		return err
 	}
 	log.Info("blueline serving", "version", build.Version, "listen", d.Addr().String(), "data", cfg.DataDir(),
-		"admin_socket", server.AdminSocketPath(cfg.DataDir()), "lines", len(d.Lines()))
+		"admin_socket", adminsock.Path(cfg.DataDir()), "lines", len(d.Lines()))
 	if has, err := d.HasKeys(ctx); err == nil && !has {
 		flagCfg := ""
 		if cfgPath != "" {

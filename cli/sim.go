@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge"
-	"github.com/blueline-app/blueline/server"
 )
 
 // simCommands lists the sim subcommands, for the usage errors.
@@ -94,7 +94,7 @@ func needsError(command string, needs []simString) error {
 }
 
 func (a *app) simInboundCommand() *cobra.Command {
-	var req server.SimInbound
+	var req api.SimInbound
 	var participants string
 	return a.simPost(simSpec{
 		use:   "inbound --line HANDLE --from HANDLE [--text TEXT] [--attach PATH | --audio PATH [--transcription TEXT]] [--chat cht_… | --group NAME --participants a,b,c]",
@@ -151,7 +151,7 @@ memo's transcription is null (not transcribed yet).`,
 }
 
 func (a *app) simReactionCommand() *cobra.Command {
-	var req server.SimReaction
+	var req api.SimReaction
 	return a.simPost(simSpec{
 		use:   "reaction --line HANDLE --from HANDLE --message MSG_ID_OR_GUID --type TYPE [--emoji EMOJI] [--remove]",
 		short: "A simulated contact adds or removes a tapback; prints the reaction as JSON",
@@ -185,7 +185,7 @@ or sticker. The reaction record is printed as JSON.`,
 }
 
 func (a *app) simTypingCommand() *cobra.Command {
-	var req server.SimTyping
+	var req api.SimTyping
 	return a.simPost(simSpec{
 		use:   "typing --line HANDLE --from HANDLE [--chat cht_…] [--state on|off]",
 		short: "A simulated contact starts or stops typing; prints the indicator as JSON",
@@ -222,7 +222,7 @@ func sentMessage(line, from, message *string) []simString {
 }
 
 func (a *app) simEditCommand() *cobra.Command {
-	var req server.SimEdit
+	var req api.SimEdit
 	return a.simPost(simSpec{
 		use:     "edit --line HANDLE --from HANDLE --message MSG_ID_OR_GUID --text TEXT",
 		short:   "A simulated contact edits a message it sent; prints the message as JSON",
@@ -234,7 +234,7 @@ func (a *app) simEditCommand() *cobra.Command {
 }
 
 func (a *app) simUnsendCommand() *cobra.Command {
-	var req server.SimUnsend
+	var req api.SimUnsend
 	return a.simPost(simSpec{
 		use:     "unsend --line HANDLE --from HANDLE --message MSG_ID_OR_GUID",
 		short:   "A simulated contact unsends a message it sent; prints the message as JSON",
@@ -246,7 +246,7 @@ func (a *app) simUnsendCommand() *cobra.Command {
 }
 
 func (a *app) simAvailabilityCommand() *cobra.Command {
-	var req server.SimAvailability
+	var req api.SimAvailability
 	return a.simPost(simSpec{
 		use:   "availability --handle HANDLE [--imessage=false]",
 		short: "Make a handle reachable on iMessage or not on the simulated network",
@@ -264,7 +264,7 @@ about the handle are forgotten. Prints the handle's new state as JSON.`,
 }
 
 func (a *app) simReadCommand() *cobra.Command {
-	var req server.SimRead
+	var req api.SimRead
 	return a.simPost(simSpec{
 		use:   "read --line HANDLE --from HANDLE [--message MSG_ID_OR_GUID] [--delivered-only]",
 		short: "A simulated contact reads a message the line sent; prints the message as JSON",
@@ -287,7 +287,7 @@ only delivers it. The message is printed as JSON.`,
 
 // simGroupCommand is `sim group`, whose flags name one change each.
 func (a *app) simGroupCommand() *cobra.Command {
-	var req server.SimGroup
+	var req api.SimGroup
 	var given []string // the change flags, in order
 	change := func(name, action string) { given, req.Action = append(given, "--"+name), action }
 	return a.simPost(simSpec{

@@ -11,7 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/blueline-app/blueline/server"
+	"github.com/blueline-app/blueline/adminsock"
+	"github.com/blueline-app/blueline/client"
 )
 
 // pingTimeout bounds status's question to the daemon.
@@ -78,12 +79,12 @@ func (a *app) status(ctx context.Context) (statusReport, error) {
 		return r, err
 	}
 	r.DataDir = cfg.DataDir()
-	r.AdminSocket = server.AdminSocketPath(r.DataDir)
+	r.AdminSocket = adminsock.Path(r.DataDir)
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
 	// The cheapest admin read there is (no ping route: server/ is not ours
 	// to change here).
-	if err := server.NewAdminClient(r.DataDir).Do(pctx, http.MethodGet, "/keys", nil, nil); err != nil {
+	if err := client.NewAdmin(r.DataDir).Do(pctx, http.MethodGet, "/keys", nil, nil); err != nil {
 		r.DaemonError = err.Error()
 		return r, fmt.Errorf("%v (service: %s)", err, r.Service)
 	}

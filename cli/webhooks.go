@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/client"
-	"github.com/blueline-app/blueline/server"
 	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/webhook"
 )
@@ -72,7 +72,7 @@ prints the API's list, secrets included.`,
 // webhooksAdminList is webhooks list on the host: every webhook, from the
 // admin socket.
 func (a *app) webhooksAdminList(cmd *cobra.Command, asJSON bool) error {
-	var hooks []server.WebhookInfo
+	var hooks []api.WebhookInfo
 	raw, err := a.adminList(cmd.Context(), "/webhooks", &hooks)
 	if err != nil {
 		return err
@@ -256,7 +256,7 @@ Exits 0 when the receiver answered 2xx, 1 otherwise.`,
 		Args:    oneArg("one webhook ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var res webhook.TestResult
-			if err := a.adminDo(cmd.Context(), http.MethodPost, "/webhooks/test", server.WebhookTestRequest{ID: args[0], Event: event}, &res); err != nil {
+			if err := a.adminDo(cmd.Context(), http.MethodPost, "/webhooks/test", api.WebhookTestRequest{ID: args[0], Event: event}, &res); err != nil {
 				return err
 			}
 			if asJSON {

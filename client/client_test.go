@@ -19,7 +19,6 @@ import (
 	"github.com/blueline-app/blueline/apitest"
 	"github.com/blueline-app/blueline/client"
 	"github.com/blueline-app/blueline/daemontest"
-	"github.com/blueline-app/blueline/server"
 	"github.com/blueline-app/blueline/testkit"
 	"github.com/blueline-app/blueline/webhook/signature"
 )
@@ -46,7 +45,7 @@ func startDaemon(t *testing.T, extra string) *testDaemon {
 // key creates an API key through the admin socket: scopes "" is all.
 func (td *testDaemon) key(scopes, owner string) string {
 	td.T().Helper()
-	return td.Key(server.KeyRequest{Scopes: scopes, Owner: owner})
+	return td.Key(api.KeyRequest{Scopes: scopes, Owner: owner})
 }
 
 // client is a client of the daemon with key.

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/adminsock"
 	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/client"
-	"github.com/blueline-app/blueline/server"
 )
 
 // The event stream: events as they happen, filtered by kind and line, with
@@ -94,7 +94,7 @@ func TestEventStream(t *testing.T) {
 		break
 	}
 	// On the host, through the admin socket, with no key.
-	host := client.New(server.AdminBaseURL, client.WithHTTPClient(td.Admin().HTTPClient()))
+	host := client.New(adminsock.BaseURL, client.WithHTTPClient(td.Admin().HTTPClient()))
 	for ev, err := range host.Events.Stream(ctx, client.EventStreamParams{Since: time.UnixMilli(0)}) {
 		if err != nil {
 			t.Fatal(err)

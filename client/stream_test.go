@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/client"
-	"github.com/blueline-app/blueline/server"
 	"github.com/blueline-app/blueline/testkit"
 )
 
@@ -92,8 +92,8 @@ func TestEventStreamOutlivesItsLifetime(t *testing.T) {
 // yields nothing that came after the revocation.
 func TestEventStreamEndsWhenKeyRevoked(t *testing.T) {
 	td := startDaemon(t, "")
-	var key server.KeyInfo
-	if err := td.Admin().Do(t.Context(), http.MethodPost, "/keys", server.KeyRequest{Label: "doomed", Scopes: "all"}, &key); err != nil {
+	var key api.KeyInfo
+	if err := td.Admin().Do(t.Context(), http.MethodPost, "/keys", api.KeyRequest{Label: "doomed", Scopes: "all"}, &key); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)

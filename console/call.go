@@ -24,13 +24,9 @@ func (e *apiError) Error() string { return e.Message }
 // socket's handler, as the session in r's context, and decodes the answer
 // into out. An error answer comes back as *apiError.
 func (c *Console) call(r *http.Request, admin bool, method, path string, body, out any) error {
-	api, adm := c.handlers()
-	h := api
+	h := c.opts.API
 	if admin {
-		h = adm
-	}
-	if h == nil {
-		return fmt.Errorf("console: not connected to the API")
+		h = c.opts.Admin
 	}
 	var rd io.Reader
 	if body != nil {

@@ -27,7 +27,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/blueline-app/blueline/server"
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/sse"
 	"github.com/blueline-app/blueline/storage"
 )
@@ -49,15 +51,16 @@ type Options struct {
 	// Forwarded header names the client; none when empty.
 	TrustedProxies []netip.Prefix
 	SessionTTL     time.Duration
-	// LinkTTL is how long a login link works (default 5 minutes).
-	LinkTTL time.Duration
-	Version string
-	Started time.Time
+	Version        string
+	Started        time.Time
 	// Health are the daemon's readiness checks (workers, each line's
 	// bridge); nil shows none.
-	Health func(context.Context) []server.Check
+	Health func(context.Context) []api.Check
 	// TLS describes the certificates; nil when the API is plain HTTP.
 	TLS func() string
+	// API and Admin are the API's handler and the admin socket's, which
+	// the console's pages act through, in process.
+	API, Admin http.Handler
 	// StreamsPerSession is how many live chat streams one session may
 	// hold open at once, StreamLifetime how long each lasts before the
 	// browser reconnects: the API's limits for keys ([limits]
@@ -71,23 +74,18 @@ type Console struct {
 	opts   Options
 	log    *slog.Logger
 	pages  map[string]*template.Template
-	mux    *http.ServeMux
+	router *httprouter.Router
 	logins *loginLimiter
 	now    func() time.Time
 	closed chan struct{} // closed by Close: live streams end
 	// streams counts each session's open live streams.
 	streams *sse.Slots
 
-	closeOnce  sync.Once
-	mu         sync.RWMutex
-	api, admin http.Handler // set by Connect
+	closeOnce sync.Once
 }
 
-// New returns a console; Connect gives it the handlers it acts through.
+// New returns a console.
 func New(opts Options) (*Console, error) {
-	if opts.LinkTTL == 0 {
-		opts.LinkTTL = 5 * time.Minute
-	}
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
@@ -97,16 +95,8 @@ func New(opts Options) (*Console, error) {
 	}
 	c := &Console{opts: opts, log: opts.Log, pages: pages, logins: newLoginLimiter(), now: time.Now,
 		closed: make(chan struct{}), streams: sse.NewSlots(opts.StreamsPerSession)}
-	c.mux = c.routes()
+	c.router = c.routes()
 	return c, nil
-}
-
-// Connect gives the console the API's and the admin socket's handlers.
-// They are built from the server the console is mounted in, hence after New.
-func (c *Console) Connect(api, admin http.Handler) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.api, c.admin = api, admin
 }
 
 // Close ends the live streams, so that the API's server can shut down
@@ -115,41 +105,46 @@ func (c *Console) Close() {
 	c.closeOnce.Do(func() { close(c.closed) })
 }
 
-func (c *Console) handlers() (api, admin http.Handler) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.api, c.admin
-}
-
-func (c *Console) routes() *http.ServeMux {
-	m := http.NewServeMux()
-	m.HandleFunc("GET /dashboard/static/{name}", c.static)
-	m.HandleFunc("GET /dashboard/login", c.loginPage)
-	m.HandleFunc("POST /dashboard/login", c.signIn)
-	m.HandleFunc("POST /dashboard/logout", c.signedIn(c.logout))
-	m.HandleFunc("GET /dashboard/{$}", c.signedIn(c.overview))
-	m.HandleFunc("GET /dashboard/keys", c.signedIn(c.keys))
-	m.HandleFunc("POST /dashboard/keys", c.signedIn(c.createKey))
-	m.HandleFunc("POST /dashboard/keys/{id}/revoke", c.signedIn(c.revokeKey))
-	m.HandleFunc("GET /dashboard/chats", c.signedIn(c.chats))
-	m.HandleFunc("GET /dashboard/chats/{id}", c.signedIn(c.chat))
-	m.HandleFunc("GET /dashboard/chats/{id}/live", c.signedIn(c.chatLive))
-	m.HandleFunc("POST /dashboard/chats/{id}/reply", c.signedIn(c.reply))
-	m.HandleFunc("GET /dashboard/outbox", c.signedIn(c.outbox))
-	m.HandleFunc("GET /dashboard/webhooks", c.signedIn(c.webhooks))
-	m.HandleFunc("POST /dashboard/webhooks", c.signedIn(c.createWebhook))
-	m.HandleFunc("GET /dashboard/webhooks/{id}", c.signedIn(c.webhook))
-	m.HandleFunc("POST /dashboard/webhooks/{id}/delete", c.signedIn(c.deleteWebhook))
-	m.HandleFunc("POST /dashboard/webhooks/{id}/test", c.signedIn(c.testWebhook))
-	m.HandleFunc("POST /dashboard/deliveries/{id}/redeliver", c.signedIn(c.redeliver))
-	m.HandleFunc("GET /dashboard/sandbox", c.signedIn(c.sandbox))
-	m.HandleFunc("POST /dashboard/sandbox", c.signedIn(c.startSandbox))
-	m.HandleFunc("GET /dashboard/simulator", c.signedIn(c.simulator))
-	m.HandleFunc("POST /dashboard/simulator/{what}", c.signedIn(c.simulate))
-	m.HandleFunc("/dashboard/", func(w http.ResponseWriter, r *http.Request) {
+func (c *Console) routes() *httprouter.Router {
+	r := httprouter.New()
+	// Unknown paths are pages that do not exist, not paths to correct.
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.HandlerFunc(http.MethodGet, "/dashboard/static/:name", c.static)
+	r.HandlerFunc(http.MethodGet, "/dashboard/login", c.loginPage)
+	r.HandlerFunc(http.MethodPost, "/dashboard/login", c.signIn)
+	r.HandlerFunc(http.MethodPost, "/dashboard/logout", c.signedIn(c.logout))
+	r.HandlerFunc(http.MethodGet, "/dashboard/", c.signedIn(c.overview))
+	r.HandlerFunc(http.MethodGet, "/dashboard/keys", c.signedIn(c.keys))
+	r.HandlerFunc(http.MethodPost, "/dashboard/keys", c.signedIn(c.createKey))
+	r.HandlerFunc(http.MethodPost, "/dashboard/keys/:id/revoke", c.signedIn(c.revokeKey))
+	r.HandlerFunc(http.MethodGet, "/dashboard/chats", c.signedIn(c.chats))
+	r.HandlerFunc(http.MethodGet, "/dashboard/chats/:id", c.signedIn(c.chat))
+	r.HandlerFunc(http.MethodGet, "/dashboard/chats/:id/live", c.signedIn(c.chatLive))
+	r.HandlerFunc(http.MethodPost, "/dashboard/chats/:id/reply", c.signedIn(c.reply))
+	r.HandlerFunc(http.MethodGet, "/dashboard/outbox", c.signedIn(c.outbox))
+	r.HandlerFunc(http.MethodGet, "/dashboard/webhooks", c.signedIn(c.webhooks))
+	r.HandlerFunc(http.MethodPost, "/dashboard/webhooks", c.signedIn(c.createWebhook))
+	r.HandlerFunc(http.MethodGet, "/dashboard/webhooks/:id", c.signedIn(c.webhook))
+	r.HandlerFunc(http.MethodPost, "/dashboard/webhooks/:id/delete", c.signedIn(c.deleteWebhook))
+	r.HandlerFunc(http.MethodPost, "/dashboard/webhooks/:id/test", c.signedIn(c.testWebhook))
+	r.HandlerFunc(http.MethodPost, "/dashboard/deliveries/:id/redeliver", c.signedIn(c.redeliver))
+	r.HandlerFunc(http.MethodGet, "/dashboard/sandbox", c.signedIn(c.sandbox))
+	r.HandlerFunc(http.MethodPost, "/dashboard/sandbox", c.signedIn(c.startSandbox))
+	r.HandlerFunc(http.MethodGet, "/dashboard/simulator", c.signedIn(c.simulator))
+	r.HandlerFunc(http.MethodPost, "/dashboard/simulator/:what", c.signedIn(c.simulate))
+	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusNotFound, "error", nil, page{Title: "Not found", Error: "There is no page " + r.URL.Path + "."})
 	})
-	return m
+	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.render(w, r, http.StatusMethodNotAllowed, "error", nil, page{Title: "Not allowed", Error: r.Method + " is not allowed on " + r.URL.Path + "."})
+	})
+	return r
+}
+
+// pathValue is the value of the route's :name segment.
+func pathValue(r *http.Request, name string) string {
+	return httprouter.ParamsFromContext(r.Context()).ByName(name)
 }
 
 // ServeHTTP serves the dashboard with its security headers. State-changing
@@ -171,7 +166,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusForbidden, "error", nil, page{Title: "Refused", Error: "This request did not come from the dashboard's own pages."})
 		return
 	}
-	c.mux.ServeHTTP(w, r)
+	c.router.ServeHTTP(w, r)
 }
 
 var crossOrigin = http.NewCrossOriginProtection()
@@ -183,7 +178,7 @@ const staticPath = "/dashboard/static/"
 // static serves the embedded script and style, by their exact names only;
 // they change only with the binary, so a browser may keep them for a day.
 func (c *Console) static(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
+	name := pathValue(r, "name")
 	if name != "console.js" && name != "console.css" {
 		c.render(w, r, http.StatusNotFound, "error", nil, page{Title: "Not found", Error: "There is no page " + r.URL.Path + "."})
 		return

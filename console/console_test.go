@@ -14,8 +14,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client"
 	"github.com/blueline-app/blueline/daemontest"
-	"github.com/blueline-app/blueline/server"
 )
 
 // The console's doors, over real HTTP against a real daemon: sign-in,
@@ -31,7 +32,7 @@ type env struct {
 	t     *testing.T
 	d     *daemontest.Daemon
 	base  string
-	admin *server.AdminClient
+	admin *client.Admin
 }
 
 func start(t *testing.T, extra string) *env {
@@ -171,7 +172,7 @@ func TestSignInWithALink(t *testing.T) {
 	}
 	// The session is listed on the admin socket, and ends there.
 	var sessions struct {
-		Data []server.SessionInfo `json:"data"`
+		Data []api.SessionInfo `json:"data"`
 	}
 	if err := e.adminDo("GET", "/dashboard/sessions", nil, &sessions); err != nil || len(sessions.Data) != 1 || sessions.Data[0].Via != "link" {
 		t.Fatalf("sessions: %+v %v", sessions, err)
@@ -214,7 +215,7 @@ func TestFormsNeedTheirToken(t *testing.T) {
 		t.Errorf("a cross-site post: %d, want 403", a.status)
 	}
 	var keys struct {
-		Data []server.KeyInfo `json:"data"`
+		Data []api.KeyInfo `json:"data"`
 	}
 	if err := e.adminDo("GET", "/keys", nil, &keys); err != nil || len(keys.Data) != 0 {
 		t.Fatalf("refused forms made keys: %+v %v", keys.Data, err)
@@ -313,11 +314,11 @@ func TestPasswordSignIn(t *testing.T) {
 // An owner's session sees what a key of that owner sees, and no more.
 func TestOwnerSession(t *testing.T) {
 	e := start(t, "")
-	var mine, theirs server.KeyInfo
-	if err := e.adminDo("POST", "/keys", server.KeyRequest{Label: "mine", Owner: "ann"}, &mine); err != nil {
+	var mine, theirs api.KeyInfo
+	if err := e.adminDo("POST", "/keys", api.KeyRequest{Label: "mine", Owner: "ann"}, &mine); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.adminDo("POST", "/keys", server.KeyRequest{Label: "theirs", Owner: "bea"}, &theirs); err != nil {
+	if err := e.adminDo("POST", "/keys", api.KeyRequest{Label: "theirs", Owner: "bea"}, &theirs); err != nil {
 		t.Fatal(err)
 	}
 	b := e.browser()
@@ -335,7 +336,7 @@ func TestOwnerSession(t *testing.T) {
 		t.Fatalf("ann creates a key: %d", a.status)
 	}
 	var all struct {
-		Data []server.KeyInfo `json:"data"`
+		Data []api.KeyInfo `json:"data"`
 	}
 	if err := e.adminDo("GET", "/keys", nil, &all); err != nil {
 		t.Fatal(err)

@@ -30,7 +30,7 @@ const liveBusyRetry = 30 * time.Second
 // session holds at most StreamsPerSession at once, and each ends after
 // StreamLifetime (the browser reconnects with Last-Event-ID).
 func (c *Console) chatLive(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+	id := pathValue(r, "id")
 	// A browser reconnecting says where it got to.
 	resume := r.Header.Get("Last-Event-ID")
 	if resume == "" {

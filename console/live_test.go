@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/blueline-app/blueline/api"
-	"github.com/blueline-app/blueline/server"
 	"github.com/blueline-app/blueline/sse"
 )
 
@@ -24,7 +23,7 @@ import (
 func (e *env) inbound(text, attach string) api.Message {
 	e.t.Helper()
 	var m api.Message
-	if err := e.adminDo("POST", "/sim/inbound", server.SimInbound{Line: mainLine, From: alice, Text: text, Attach: attach}, &m); err != nil {
+	if err := e.adminDo("POST", "/sim/inbound", api.SimInbound{Line: mainLine, From: alice, Text: text, Attach: attach}, &m); err != nil {
 		e.t.Fatal(err)
 	}
 	return m

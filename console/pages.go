@@ -15,7 +15,6 @@ import (
 	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/bridge/messages"
-	"github.com/blueline-app/blueline/server"
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -80,7 +79,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, err)
 		return
 	}
-	var checks []server.Check
+	var checks []api.Check
 	if c.opts.Health != nil {
 		checks = c.opts.Health(ctx)
 	}
@@ -95,12 +94,12 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		if sl, ok := c.opts.DB.LineByID(l.ID); ok {
 			rows[i].Bridge = sl.Bridge
 		}
-		if j := slices.IndexFunc(checks, func(ch server.Check) bool { return ch.Name == "line "+l.Handle }); j >= 0 {
+		if j := slices.IndexFunc(checks, func(ch api.Check) bool { return ch.Name == "line "+l.Handle }); j >= 0 {
 			rows[i].OK, rows[i].Reason, rows[i].Info = checks[j].OK, checks[j].Reason, checks[j].Info
 		}
 		rows[i].Doctor = rows[i].Bridge == "messages" && (!rows[i].OK || (l.Health != nil && len(messages.HealthProblems(l.Health.Summary)) > 0))
 	}
-	var workers []server.Check
+	var workers []api.Check
 	for _, ch := range checks {
 		if !strings.HasPrefix(ch.Name, "line ") {
 			workers = append(workers, ch)
@@ -262,7 +261,7 @@ func (c *Console) lastTraffic(ctx context.Context, sc *scope) (map[string][2]int
 }
 
 // keyInfo is a key as the admin socket lists it.
-type keyInfo = server.KeyInfo
+type keyInfo = api.KeyInfo
 
 func (c *Console) ownKeys(r *http.Request) ([]keyInfo, error) {
 	var l api.List[keyInfo]
@@ -287,7 +286,7 @@ func (c *Console) keysPage(w http.ResponseWriter, r *http.Request, status int, p
 		c.fail(w, r, nil, err)
 		return
 	}
-	p.fill(map[string]any{"Keys": keys, "Lines": lines, "Scopes": server.Scopes})
+	p.fill(map[string]any{"Keys": keys, "Lines": lines, "Scopes": api.Scopes})
 	p.Title = "API keys"
 	c.render(w, r, status, "keys", nil, p)
 }
@@ -303,7 +302,7 @@ func (c *Console) keys(w http.ResponseWriter, r *http.Request) {
 func (c *Console) createKey(w http.ResponseWriter, r *http.Request) {
 	s := currentSession(r.Context())
 	scopes := r.PostForm["scope"]
-	req := server.KeyRequest{Label: r.PostFormValue("label"), Scopes: strings.Join(scopes, ","), Lines: r.PostForm["line"],
+	req := api.KeyRequest{Label: r.PostFormValue("label"), Scopes: strings.Join(scopes, ","), Lines: r.PostForm["line"],
 		Owner: r.PostFormValue("owner")}
 	if s.Owner != "" {
 		req.Owner = s.Owner // an owner creates keys of their own only
@@ -322,7 +321,7 @@ func (c *Console) createKey(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) revokeKey(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+	id := pathValue(r, "id")
 	keys, err := c.ownKeys(r)
 	if err != nil {
 		c.fail(w, r, nil, err)
@@ -457,7 +456,7 @@ func (c *Console) loadChat(r *http.Request, id string) (chatView, error) {
 }
 
 func (c *Console) chat(w http.ResponseWriter, r *http.Request) {
-	v, err := c.loadChat(r, r.PathValue("id"))
+	v, err := c.loadChat(r, pathValue(r, "id"))
 	if err != nil {
 		c.fail(w, r, nil, err)
 		return
@@ -477,7 +476,7 @@ func chatTitle(ch api.Chat) string {
 }
 
 func (c *Console) reply(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+	id := pathValue(r, "id")
 	v, err := c.loadChat(r, id)
 	if err != nil {
 		c.fail(w, r, nil, err)
@@ -624,7 +623,7 @@ func (c *Console) findWebhook(r *http.Request, id string) (webhookInfo, error) {
 }
 
 func (c *Console) webhookPage(w http.ResponseWriter, r *http.Request, status int, p page) {
-	h, err := c.findWebhook(r, r.PathValue("id"))
+	h, err := c.findWebhook(r, pathValue(r, "id"))
 	if err != nil {
 		c.fail(w, r, nil, err)
 		return
@@ -648,7 +647,7 @@ func (c *Console) webhook(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) deleteWebhook(w http.ResponseWriter, r *http.Request) {
-	h, err := c.findWebhook(r, r.PathValue("id"))
+	h, err := c.findWebhook(r, pathValue(r, "id"))
 	if err == nil {
 		err = c.call(r, false, "DELETE", "/v1/webhooks", map[string]string{"id": h.ID}, nil)
 	}
@@ -660,7 +659,7 @@ func (c *Console) deleteWebhook(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) testWebhook(w http.ResponseWriter, r *http.Request) {
-	h, err := c.findWebhook(r, r.PathValue("id"))
+	h, err := c.findWebhook(r, pathValue(r, "id"))
 	if err != nil {
 		c.fail(w, r, nil, err)
 		return
@@ -685,7 +684,7 @@ func (c *Console) testWebhook(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) redeliver(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+	id := pathValue(r, "id")
 	var attempts api.List[storage.Attempt]
 	err := c.call(r, true, "GET", "/webhooks/attempts?limit=1&delivery="+url.QueryEscape(id), nil, &attempts)
 	if err == nil && len(attempts.Data) == 0 {
@@ -714,7 +713,7 @@ func (c *Console) sandboxPage(w http.ResponseWriter, r *http.Request, status int
 	p.Title = "Sandbox"
 	if currentSession(r.Context()).Owner == "" {
 		// The operator sees every owner's sandbox, as `blueline sandbox`.
-		var all server.SandboxInfo
+		var all api.SandboxInfo
 		if err := c.call(r, true, "GET", "/sandbox", nil, &all); err != nil {
 			if statusOf(err) != http.StatusNotFound {
 				c.fail(w, r, nil, err)
@@ -783,7 +782,7 @@ func (c *Console) simulate(w http.ResponseWriter, r *http.Request) {
 	}
 	f := r.PostForm
 	var body map[string]any
-	what := r.PathValue("what")
+	what := pathValue(r, "what")
 	switch what {
 	case "inbound":
 		body = map[string]any{"line": f.Get("line"), "from": f.Get("from"), "text": f.Get("text")}

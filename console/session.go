@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/server"
 	"github.com/blueline-app/blueline/storage"
 )
@@ -37,28 +38,46 @@ func tokenHash(t string) []byte {
 	return sum[:]
 }
 
+// SignIns hands out the ways into the console: one-time login links and
+// the password. The admin socket gives them out (admin.Dashboard); the
+// console checks them when a browser signs in.
+type SignIns struct {
+	db      *storage.DB
+	baseURL string
+	linkTTL time.Duration
+}
+
+// LinkTTL is how long a login link works.
+const LinkTTL = 5 * time.Minute
+
+// NewSignIns makes the console's sign-ins over db; links start with
+// baseURL, the API's public base URL.
+func NewSignIns(db *storage.DB, baseURL string) *SignIns {
+	return &SignIns{db: db, baseURL: baseURL, linkTTL: LinkTTL}
+}
+
 // LoginLink returns a one-time link that signs its opener in as owner.
-func (c *Console) LoginLink(ctx context.Context, owner string) (string, int64, error) {
+func (c *SignIns) LoginLink(ctx context.Context, owner string) (string, int64, error) {
 	t := token()
-	expires := c.now().Add(c.opts.LinkTTL).UnixMilli()
-	if err := c.opts.DB.CreateLoginLink(ctx, tokenHash(t), owner, expires); err != nil {
+	expires := time.Now().Add(c.linkTTL).UnixMilli()
+	if err := c.db.CreateLoginLink(ctx, tokenHash(t), owner, expires); err != nil {
 		return "", 0, err
 	}
 	// The token rides in the query, never the path: request logs carry
 	// paths, not queries.
-	return strings.TrimSuffix(c.opts.BaseURL, "/") + "/dashboard/login?token=" + url.QueryEscape(t), expires, nil
+	return strings.TrimSuffix(c.baseURL, "/") + "/dashboard/login?token=" + url.QueryEscape(t), expires, nil
 }
 
 // SetPassword stores the password's bcrypt hash; "" removes it.
-func (c *Console) SetPassword(ctx context.Context, password string) error {
+func (c *SignIns) SetPassword(ctx context.Context, password string) error {
 	if password == "" {
-		return c.opts.DB.SetConsolePassword(ctx, nil)
+		return c.db.SetConsolePassword(ctx, nil)
 	}
 	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
 	if err != nil {
 		return fmt.Errorf("hash the dashboard password: %w", err)
 	}
-	return c.opts.DB.SetConsolePassword(ctx, hash)
+	return c.db.SetConsolePassword(ctx, hash)
 }
 
 type sessionKey struct{}
@@ -71,7 +90,7 @@ func currentSession(ctx context.Context) storage.Session {
 // caller is the API key a session acts as: every scope, every line, and
 // the session's owner, so that the API's owner and line rules apply.
 func caller(s storage.Session) storage.Key {
-	return storage.Key{ID: s.ID, Label: "dashboard", Scopes: server.Scopes, Owner: s.Owner}
+	return storage.Key{ID: s.ID, Label: "dashboard", Scopes: api.Scopes, Owner: s.Owner}
 }
 
 // signedIn lets a request through with a valid session (and, for a POST,

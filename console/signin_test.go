@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/apitest"
 	"github.com/blueline-app/blueline/daemontest"
-	"github.com/blueline-app/blueline/server"
 	"github.com/blueline-app/blueline/testkit"
 )
 
@@ -144,7 +144,7 @@ func TestSignInBodyLimits(t *testing.T) {
 // are answered) within 5 s.
 func TestSlowClientsLeaveRoom(t *testing.T) {
 	e := start(t, "[limits]\nmax_connections = 16\n")
-	key := e.d.Key(server.KeyRequest{})
+	key := e.d.Key(api.KeyRequest{})
 	fromA, fromB, fromClient, fromProbe := e.dialerFrom("127.0.0.1"), e.dialerFrom("127.0.0.3"), e.dialerFrom("127.0.0.2"), e.dialerFrom("127.0.0.4")
 
 	// Each flood connection sends part of a head and waits; a watcher
@@ -296,7 +296,7 @@ func TestPolicyNamesTheStaticFiles(t *testing.T) {
 			t.Errorf("%s %q, want exactly %s", dir, directives[dir], want)
 		}
 	}
-	key := e.d.Key(server.KeyRequest{})
+	key := e.d.Key(api.KeyRequest{})
 	up := apitest.Client{TB: t, Base: e.base}.Call("POST", "/v1/files", key, "alert(1)", "Content-Type", "text/javascript", "X-Filename", "console.js")
 	fileURL, _ := up.Body["url"].(string)
 	u, err := url.Parse(fileURL)
@@ -320,22 +320,22 @@ func TestPolicyNamesTheStaticFiles(t *testing.T) {
 // sandbox traffic or outbox items. The operator's counts all.
 func TestOwnerOverview(t *testing.T) {
 	e := start(t, "")
-	api := apitest.Client{TB: t, Base: e.base}
-	ann, bea := e.d.Key(server.KeyRequest{Owner: "ann"}), e.d.Key(server.KeyRequest{Owner: "bea"})
+	apic := apitest.Client{TB: t, Base: e.base}
+	ann, bea := e.d.Key(api.KeyRequest{Owner: "ann"}), e.d.Key(api.KeyRequest{Owner: "bea"})
 	// Bea pairs her sandbox, schedules a message (waiting) and cancels
 	// another (failed).
-	code, _ := api.Call("POST", "/v1/sandbox", bea, nil).Body["activation_code"].(string)
+	code, _ := apic.Call("POST", "/v1/sandbox", bea, nil).Body["activation_code"].(string)
 	in := e.d.Inbound(daemontest.SandboxLine, alice, code)
 	later := time.Now().Add(time.Hour).UnixMilli()
 	for i := range 2 {
-		item := api.Send(bea, map[string]any{"from": daemontest.SandboxLine, "to": in.ChatID, "text": "later", "send_at": later})
+		item := apic.Send(bea, map[string]any{"from": daemontest.SandboxLine, "to": in.ChatID, "text": "later", "send_at": later})
 		if i == 1 {
-			if r := api.Call("POST", "/v1/outbox/cancel", bea, map[string]any{"id": item["id"]}); r.Status != 200 {
+			if r := apic.Call("POST", "/v1/outbox/cancel", bea, map[string]any{"id": item["id"]}); r.Status != 200 {
 				t.Fatalf("cancel: %d %s", r.Status, r.Raw)
 			}
 		}
 	}
-	if code, _ := api.Call("POST", "/v1/sandbox", ann, nil).Body["activation_code"].(string); code == "" {
+	if code, _ := apic.Call("POST", "/v1/sandbox", ann, nil).Body["activation_code"].(string); code == "" {
 		t.Fatal("ann's sandbox did not start")
 	}
 
@@ -367,7 +367,7 @@ func TestBidiIsolation(t *testing.T) {
 	e := start(t, "")
 	const evil = "\u202Eevil"
 	m := e.d.Inbound(mainLine, alice, evil)
-	if err := e.adminDo("POST", "/keys", server.KeyRequest{Label: evil, Owner: evil, Scopes: "lines:read"}, nil); err != nil {
+	if err := e.adminDo("POST", "/keys", api.KeyRequest{Label: evil, Owner: evil, Scopes: "lines:read"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	b := e.browser()

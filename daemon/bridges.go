@@ -14,6 +14,7 @@ import (
 	"github.com/blueline-app/blueline/bridge/messages"
 	"github.com/blueline-app/blueline/bridge/sim"
 	"github.com/blueline-app/blueline/config"
+	"github.com/blueline-app/blueline/metrics"
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -109,7 +110,7 @@ func pingEvery(lc config.Line) time.Duration {
 // lineHealth is what a Messages line's bridge has seen, for GET /v1/lines.
 func lineHealth(bridges map[string]bridge.Bridge) func(storage.Line) *api.LineHealth {
 	return func(l storage.Line) *api.LineHealth {
-		b, ok := bridges[l.ID].(interface{ Health() messages.Health })
+		b, ok := bridges[l.ID].(healthReporter)
 		if !ok {
 			return nil
 		}
@@ -160,6 +161,22 @@ func distinct(bridges map[string]bridge.Bridge) []bridge.Bridge {
 	for _, b := range bridges {
 		if !slices.Contains(out, b) {
 			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// healthReporter is a bridge that tells what it has seen of its network
+// (a Messages line's chat.db).
+type healthReporter interface{ Health() messages.Health }
+
+// lineCounts are what the metrics count of each line's chat.db.
+func (d *Daemon) lineCounts() []metrics.LineCounts {
+	var out []metrics.LineCounts
+	for _, l := range d.lines {
+		if b, ok := d.bridges[l.ID].(healthReporter); ok {
+			h := b.Health()
+			out = append(out, metrics.LineCounts{Line: l.Handle, HistoryRows: h.HistoryRows, Twins: h.Twins, Screened: h.Screened})
 		}
 	}
 	return out

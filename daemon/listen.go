@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net"
@@ -18,13 +19,19 @@ type apiListener struct {
 	tls   *server.TLS
 }
 
+// listenAPI binds the API's listener. It may face the internet: at most
+// max_connections connections (more wait to be accepted), of which
+// unauthenticated ones, and those of any one address, may hold only a
+// share; heads of at most 64 KiB read within 10 s, bodies cut off when
+// nothing arrives for body_idle_timeout.
 func listenAPI(cfg *config.Config, log *slog.Logger) (apiListener, error) {
+	limits := server.ConnLimits{Max: cfg.Limits.MaxConnections, TrustedProxies: cfg.Server.Proxies(), Log: log}
 	if !cfg.TLS.Enabled() {
 		ln, err := net.Listen("tcp", cfg.Server.Listen)
 		if err != nil {
 			return apiListener{}, server.ListenError("[server] listen", cfg.Server.Listen, err)
 		}
-		return apiListener{plain: ln}, nil
+		return apiListener{plain: server.LimitListener(ln, limits)}, nil
 	}
 	t := cfg.TLS
 	roots, err := cfg.TLSRoots()
@@ -39,7 +46,28 @@ func listenAPI(cfg *config.Config, log *slog.Logger) (apiListener, error) {
 	if err != nil {
 		return apiListener{}, err
 	}
+	s.LimitConnections(limits)
 	return apiListener{tls: s}, nil
+}
+
+// publicBaseURL is the URL clients reach the API at, from the address
+// really bound (port 0 picks one).
+func (l apiListener) publicBaseURL(cfg *config.Config) string {
+	bound := *cfg
+	if l.tls != nil {
+		bound.TLS.HTTPSListen = l.Addr().String()
+	} else {
+		bound.Server.Listen = l.Addr().String()
+	}
+	return bound.PublicBaseURL()
+}
+
+// shutdown stops serving api: with TLS, certificate management too.
+func (l apiListener) shutdown(ctx context.Context, api *http.Server) error {
+	if l.tls != nil {
+		return l.tls.Shutdown(ctx)
+	}
+	return api.Shutdown(ctx)
 }
 
 // Addr is the API's address: HTTPS when TLS is on.

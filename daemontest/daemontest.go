@@ -21,9 +21,9 @@ import (
 	"time"
 
 	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client"
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/daemon"
-	"github.com/blueline-app/blueline/server"
 )
 
 // Handles of the test configuration: its lines, and contacts on the
@@ -137,7 +137,7 @@ type Daemon struct {
 	dataDir string
 	d       *daemon.Daemon
 	url     string
-	admin   *server.AdminClient
+	admin   *client.Admin
 }
 
 // New writes the test configuration, extra appended, in a temporary
@@ -147,7 +147,7 @@ func New(t testing.TB, extra string) *Daemon {
 	t.Helper()
 	td := &Daemon{t: t}
 	td.cfgPath, td.dataDir = WriteConfig(t, extra)
-	td.admin = server.NewAdminClient(td.dataDir)
+	td.admin = client.NewAdmin(td.dataDir)
 	t.Cleanup(td.Stop)
 	return td
 }
@@ -197,11 +197,11 @@ func (td *Daemon) ConfigPath() string { return td.cfgPath }
 func (td *Daemon) DataDir() string { return td.dataDir }
 
 // Admin is a client of the daemon's admin socket, as the host's operator.
-func (td *Daemon) Admin() *server.AdminClient { return td.admin }
+func (td *Daemon) Admin() *client.Admin { return td.admin }
 
 // Key creates an API key through the admin socket and returns its secret:
 // scopes "" is all, label "" is "test", lines none is every line.
-func (td *Daemon) Key(req server.KeyRequest) string {
+func (td *Daemon) Key(req api.KeyRequest) string {
 	td.t.Helper()
 	if req.Scopes == "" {
 		req.Scopes = "all"
@@ -209,7 +209,7 @@ func (td *Daemon) Key(req server.KeyRequest) string {
 	if req.Label == "" {
 		req.Label = "test"
 	}
-	var info server.KeyInfo
+	var info api.KeyInfo
 	if err := td.admin.Do(context.Background(), http.MethodPost, "/keys", req, &info); err != nil {
 		td.t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func (td *Daemon) Key(req server.KeyRequest) string {
 func (td *Daemon) Inbound(line, from, text string) api.Message {
 	td.t.Helper()
 	var m api.Message
-	if err := td.admin.Do(context.Background(), http.MethodPost, "/sim/inbound", server.SimInbound{Line: line, From: from, Text: text}, &m); err != nil {
+	if err := td.admin.Do(context.Background(), http.MethodPost, "/sim/inbound", api.SimInbound{Line: line, From: from, Text: text}, &m); err != nil {
 		td.t.Fatal(err)
 	}
 	return m

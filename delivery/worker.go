@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/blueline-app/blueline/bridge"
-	"github.com/blueline-app/blueline/purge"
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -92,11 +91,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	} else if n > 0 {
 		w.log.Info("outbox items claimed before the last stop are due again", "count", n)
 	}
+
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	// Forget expired idempotency keys every hour.
-	wg.Go(func() { purge.Every(ctx, time.Hour, w.log, "idempotency keys", w.db.PurgeIdempotency) })
-
 	// At most capacity items are claimed and not yet done; each done item
 	// reports on finished, which has room for all of them.
 	capacity := w.opts.Workers * queueDepth

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blueline-app/blueline/adminsock"
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/bridge/sim"
 	"github.com/blueline-app/blueline/cli"
-	"github.com/blueline-app/blueline/server"
 )
 
 func decodeJSON(t testing.TB, s string, v any) {
@@ -188,17 +188,17 @@ func TestLongDataFolder(t *testing.T) {
 	writeFile(t, td.cfgPath, testConfig(long, ""))
 	td.dataDir = long
 	td.start()
-	if sock := server.AdminSocketPath(long); len(sock) > 100 || strings.HasPrefix(sock, long) {
+	if sock := adminsock.Path(long); len(sock) > 100 || strings.HasPrefix(sock, long) {
 		t.Fatalf("socket path %q (%d bytes)", sock, len(sock))
 	}
 	if key := td.key(); !strings.HasPrefix(key, "sk_live_") {
 		t.Fatalf("keys create through the moved socket printed %q", key)
 	}
-	fi, err := os.Stat(server.AdminSocketPath(long))
+	fi, err := os.Stat(adminsock.Path(long))
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("socket: %v %v", fi, err)
 	}
-	short := server.AdminSocketPath(td.dataDir[:10])
+	short := adminsock.Path(td.dataDir[:10])
 	if !strings.HasSuffix(short, "admin.sock") {
 		t.Fatalf("short path: %q", short)
 	}

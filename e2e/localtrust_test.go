@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/adminsock"
 	"github.com/blueline-app/blueline/cli"
-	"github.com/blueline-app/blueline/server"
 	"github.com/blueline-app/blueline/testkit"
 )
 
@@ -32,7 +32,7 @@ func longDataConfig(t *testing.T) (cfgPath, dataDir string) {
 	dataDir = filepath.Join(dir, strings.Repeat("deep-folder-", 10))
 	cfgPath = filepath.Join(dir, "blueline.toml")
 	writeFile(t, cfgPath, testConfig(dataDir, ""))
-	if sock := server.AdminSocketPath(dataDir); strings.HasPrefix(sock, dataDir) {
+	if sock := adminsock.Path(dataDir); strings.HasPrefix(sock, dataDir) {
 		t.Fatalf("%s is not in the fallback folder", sock)
 	}
 	return cfgPath, dataDir
@@ -67,7 +67,7 @@ func plantFolder(t *testing.T, folder string) string {
 func TestDaemonStartsDespitePlantedSocketFolder(t *testing.T) {
 	testkit.SharedTempDir(t)
 	cfgPath, dataDir := longDataConfig(t)
-	sock := server.AdminSocketPath(dataDir)
+	sock := adminsock.Path(dataDir)
 	folder := filepath.Dir(sock)
 	want := plantFolder(t, folder)
 
@@ -84,7 +84,7 @@ func TestDaemonStartsDespitePlantedSocketFolder(t *testing.T) {
 		t.Fatalf("serve with a planted socket folder exited %d:\n%s", code, logs.String())
 	default:
 	}
-	moved := server.AdminSocketPath(dataDir)
+	moved := adminsock.Path(dataDir)
 	if moved == sock || !strings.HasPrefix(moved, folder+"-") {
 		t.Fatalf("the CLI looks for the socket at %s", moved)
 	}
@@ -130,7 +130,7 @@ func TestDaemonStartsDespitePlantedSocketFolder(t *testing.T) {
 func TestCLIRefusesPlantedSocket(t *testing.T) {
 	testkit.SharedTempDir(t)
 	cfgPath, dataDir := longDataConfig(t)
-	sock := server.AdminSocketPath(dataDir)
+	sock := adminsock.Path(dataDir)
 	folder := filepath.Dir(sock)
 	if err := os.Mkdir(folder, 0o700); err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blueline-app/blueline/server"
+	"github.com/blueline-app/blueline/adminsock"
 	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/testkit"
 )
@@ -63,7 +63,7 @@ func TestHealthAndReadiness(t *testing.T) {
 // series → value.
 func (td *testDaemon) scrape() map[string]float64 {
 	td.t.Helper()
-	socket := server.AdminSocketPath(td.dataDir)
+	socket := adminsock.Path(td.dataDir)
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer

@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/apitest"
-	"github.com/blueline-app/blueline/server"
+	"github.com/blueline-app/blueline/client"
 	"github.com/blueline-app/blueline/testkit"
 )
 
@@ -290,28 +291,28 @@ func TestSimChangesRefused(t *testing.T) {
 
 	// The daemon refuses, in the API's error shape, what the CLI would
 	// not send.
-	admin := server.NewAdminClient(td.dataDir)
+	admin := client.NewAdmin(td.dataDir)
 	for _, c := range []struct {
 		path  string
 		body  any
 		code  string
 		param string
 	}{
-		{"/sim/reaction", server.SimReaction{Line: mainLine, From: alice, Message: id, Type: "emoji"}, "missing_required_parameter", "emoji"},
-		{"/sim/reaction", server.SimReaction{Line: mainLine, From: alice, Message: id, Type: "love", Emoji: "🎉"}, "invalid_parameter_value", "emoji"},
-		{"/sim/edit", server.SimEdit{Line: mainLine, From: bob, Message: id, Text: "x"}, "invalid_parameter_value", "from"},
-		{"/sim/edit", server.SimEdit{Line: mainLine, From: alice, Message: id}, "missing_required_parameter", "text"},
-		{"/sim/unsend", server.SimUnsend{Line: mainLine, From: alice}, "missing_required_parameter", "message"},
-		{"/sim/read", server.SimRead{Line: mainLine, From: alice, Message: in["guid"].(string)}, "invalid_parameter_value", "message"},
-		{"/sim/group", server.SimGroup{Line: mainLine, Chat: chatID, By: bob}, "missing_required_parameter", "action"},
-		{"/sim/group", server.SimGroup{Line: mainLine, Chat: chatID, By: bob, Action: "archived"}, "invalid_parameter_value", "action"},
-		{"/sim/group", server.SimGroup{Line: mainLine, Chat: chatID, By: bob, Action: "participant_left", Participant: carol}, "invalid_parameter_value", "participant"},
-		{"/sim/group", server.SimGroup{Line: mainLine, Chat: chatID, By: bob, Action: "photo_changed", Name: "x"}, "invalid_parameter_value", "name"},
-		{"/sim/group", server.SimGroup{Line: mainLine, Chat: chatID, By: bob, Action: "participant_added"}, "missing_required_parameter", "participant"},
-		{"/sim/group", server.SimGroup{Line: mainLine, Chat: in["chat_id"].(string), By: alice, Action: "photo_changed"}, "invalid_parameter_value", "chat"},
-		{"/sim/group", server.SimGroup{Line: mainLine, Chat: chatID, Action: "photo_changed"}, "missing_required_parameter", "by"},
+		{"/sim/reaction", api.SimReaction{Line: mainLine, From: alice, Message: id, Type: "emoji"}, "missing_required_parameter", "emoji"},
+		{"/sim/reaction", api.SimReaction{Line: mainLine, From: alice, Message: id, Type: "love", Emoji: "🎉"}, "invalid_parameter_value", "emoji"},
+		{"/sim/edit", api.SimEdit{Line: mainLine, From: bob, Message: id, Text: "x"}, "invalid_parameter_value", "from"},
+		{"/sim/edit", api.SimEdit{Line: mainLine, From: alice, Message: id}, "missing_required_parameter", "text"},
+		{"/sim/unsend", api.SimUnsend{Line: mainLine, From: alice}, "missing_required_parameter", "message"},
+		{"/sim/read", api.SimRead{Line: mainLine, From: alice, Message: in["guid"].(string)}, "invalid_parameter_value", "message"},
+		{"/sim/group", api.SimGroup{Line: mainLine, Chat: chatID, By: bob}, "missing_required_parameter", "action"},
+		{"/sim/group", api.SimGroup{Line: mainLine, Chat: chatID, By: bob, Action: "archived"}, "invalid_parameter_value", "action"},
+		{"/sim/group", api.SimGroup{Line: mainLine, Chat: chatID, By: bob, Action: "participant_left", Participant: carol}, "invalid_parameter_value", "participant"},
+		{"/sim/group", api.SimGroup{Line: mainLine, Chat: chatID, By: bob, Action: "photo_changed", Name: "x"}, "invalid_parameter_value", "name"},
+		{"/sim/group", api.SimGroup{Line: mainLine, Chat: chatID, By: bob, Action: "participant_added"}, "missing_required_parameter", "participant"},
+		{"/sim/group", api.SimGroup{Line: mainLine, Chat: in["chat_id"].(string), By: alice, Action: "photo_changed"}, "invalid_parameter_value", "chat"},
+		{"/sim/group", api.SimGroup{Line: mainLine, Chat: chatID, Action: "photo_changed"}, "missing_required_parameter", "by"},
 	} {
-		var e *server.Error
+		var e *client.Error
 		err := admin.Do(context.Background(), "POST", c.path, c.body, nil)
 		if !errors.As(err, &e) || e.Status != 400 || e.Code != c.code || e.Param != c.param || e.Message == "" {
 			t.Errorf("%s %+v: %v, want %s on %s", c.path, c.body, err, c.code, c.param)

@@ -17,11 +17,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/blueline-app/blueline/adminsock"
 	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/client"
 	"github.com/blueline-app/blueline/daemontest"
 	"github.com/blueline-app/blueline/mcpserver"
-	"github.com/blueline-app/blueline/server"
 	"github.com/blueline-app/blueline/testkit"
 )
 
@@ -48,7 +48,7 @@ func startDaemon(t *testing.T) *testDaemon {
 // key creates an API key: scopes "" is all, lines none is every line.
 func (td *testDaemon) key(scopes string, lines ...string) string {
 	td.t.Helper()
-	return td.Key(server.KeyRequest{Label: "agent", Scopes: scopes, Lines: lines})
+	return td.Key(api.KeyRequest{Label: "agent", Scopes: scopes, Lines: lines})
 }
 
 // bearer adds an API key to each request.
@@ -86,7 +86,7 @@ func (td *testDaemon) httpAgent(key string, progress *atomic.Int32) *mcp.ClientS
 // transport instead of standard input and output.
 func (td *testDaemon) stdioAgent(opts mcpserver.Options) *mcp.ClientSession {
 	td.t.Helper()
-	api := client.New(server.AdminBaseURL, client.WithHTTPClient(td.Admin().HTTPClient()))
+	api := client.New(adminsock.BaseURL, client.WithHTTPClient(td.Admin().HTTPClient()))
 	opts.Client = func(*mcp.CallToolRequest) (*client.Client, error) { return api, nil }
 	srv := mcpserver.New(opts)
 	st, ct := mcp.NewInMemoryTransports()

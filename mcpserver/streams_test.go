@@ -10,7 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/blueline-app/blueline/server"
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/testkit"
 )
 
@@ -19,8 +19,8 @@ import (
 func TestWaitEndsWhenKeyRevoked(t *testing.T) {
 	td := startDaemon(t)
 	td.Inbound(mainLine, alice, "hi")
-	var key server.KeyInfo
-	if err := td.Admin().Do(t.Context(), http.MethodPost, "/keys", server.KeyRequest{Label: "agent", Scopes: "all"}, &key); err != nil {
+	var key api.KeyInfo
+	if err := td.Admin().Do(t.Context(), http.MethodPost, "/keys", api.KeyRequest{Label: "agent", Scopes: "all"}, &key); err != nil {
 		t.Fatal(err)
 	}
 	var progress atomic.Int32

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/apitest"
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/bridge/sim"
@@ -79,7 +80,7 @@ func newAPI(t testing.TB, opts server.Options) *apiEnv {
 		t.Fatal(err)
 	}
 	recv := delivery.NewReceiver(db, store)
-	srv := server.New(db, recv, store, opts, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv := server.New(db, store, opts, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ts.Config.Handler = srv.Handler()
 	ts.Start()
 	t.Cleanup(ts.Close)
@@ -90,7 +91,7 @@ func newAPI(t testing.TB, opts server.Options) *apiEnv {
 	return env
 }
 
-// keyOpts are the fields of an API key; nil Scopes means all.
+// keyOpts are the fields of an API key; nil api.Scopes means all.
 type keyOpts struct {
 	Scopes []string
 	Lines  []string // handles
@@ -104,7 +105,7 @@ func (e *apiEnv) key(o keyOpts) string {
 	sum := sha256.Sum256([]byte(secret))
 	scopes := o.Scopes
 	if scopes == nil {
-		scopes = server.Scopes
+		scopes = api.Scopes
 	}
 	var ids []string
 	for _, h := range o.Lines {

@@ -11,16 +11,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/httpapi"
+
 	"github.com/blueline-app/blueline/storage"
 )
-
-// Scopes are the permissions a key can hold; each endpoint needs one.
-var Scopes = []string{
-	"messages:read", "messages:write", "chats:read", "lines:read",
-	"reactions:read", "reactions:write", "typing:read", "typing:write",
-	"receipts:read", "receipts:write", "webhooks:read", "webhooks:write",
-	"outbox:read", "files:read", "files:write",
-}
 
 const (
 	keyPrefix  = "sk_live_"
@@ -29,11 +24,13 @@ const (
 	maxKeySize = 128
 )
 
-// newKeySecret returns a fresh API key and the SHA-256 that is stored for it.
-func newKeySecret() (secret string, hash []byte) {
+// NewKey mints a key: k with a fresh ID, hint and hash, and the secret,
+// which is shown once and stored only as its SHA-256.
+func NewKey(k storage.Key) (_ storage.Key, secret string) {
 	secret = keyPrefix + randomBase62(keyLen)
 	sum := sha256.Sum256([]byte(secret))
-	return secret, sum[:]
+	k.ID, k.Hint, k.Hash = storage.NewID("key_"), keyPrefix+"…"+secret[len(secret)-4:], sum[:]
+	return k, secret
 }
 
 // randomBase62 returns n characters from crypto/rand.
@@ -50,8 +47,8 @@ func randomBase62(n int) string {
 }
 
 var (
-	errMissingKey = errUnauthenticated("missing_api_key", "No API key given. Send it as Authorization: Bearer sk_live_…")
-	errInvalidKey = errUnauthenticated("invalid_api_key", "The API key is invalid, malformed or revoked.")
+	errMissingKey = httpapi.Unauthenticated("missing_api_key", "No API key given. Send it as Authorization: Bearer sk_live_…")
+	errInvalidKey = httpapi.Unauthenticated(httpapi.InvalidKeyCode, "The API key is invalid, malformed or revoked.")
 )
 
 // authenticate finds the key a request carries.
@@ -97,13 +94,13 @@ func apiKey(ctx context.Context) storage.Key {
 func checkLineAccess(k storage.Key, l storage.Line) error {
 	if l.IsSandbox {
 		if k.Owner == "" {
-			return errForbidden("sandbox_requires_owner",
+			return httpapi.Forbidden("sandbox_requires_owner",
 				"The sandbox line needs a key tied to an owner; create one with `blueline keys create --owner NAME`.")
 		}
 		return nil
 	}
 	if len(k.LineIDs) > 0 && !slices.Contains(k.LineIDs, l.ID) {
-		return errForbidden("line_not_accessible", "This API key cannot use line %s.", l.Handle)
+		return httpapi.Forbidden("line_not_accessible", "This API key cannot use line %s.", l.Handle)
 	}
 	return nil
 }
@@ -113,13 +110,13 @@ func checkLineAccess(k storage.Key, l storage.Line) error {
 func ParseScopes(s string) ([]string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" || s == "all" {
-		return slices.Clone(Scopes), nil
+		return slices.Clone(api.Scopes), nil
 	}
 	var out []string
 	for _, sc := range strings.Split(s, ",") {
 		sc = strings.TrimSpace(sc)
-		if !slices.Contains(Scopes, sc) {
-			return nil, fmt.Errorf("unknown scope %q (scopes: all, %s)", sc, strings.Join(Scopes, ", "))
+		if !slices.Contains(api.Scopes, sc) {
+			return nil, fmt.Errorf("unknown scope %q (scopes: all, %s)", sc, strings.Join(api.Scopes, ", "))
 		}
 		if !slices.Contains(out, sc) {
 			out = append(out, sc)

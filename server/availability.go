@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/blueline-app/blueline/httpapi"
+
 	"golang.org/x/time/rate"
 
 	"github.com/blueline-app/blueline/api"
@@ -35,7 +37,7 @@ func (s *Server) getAvailability(w http.ResponseWriter, r *http.Request) error {
 	}
 	h, err := handle.Normalize(value)
 	if err != nil {
-		return errHandle("handle", value, err)
+		return httpapi.BadHandle("handle", value, err)
 	}
 	line, err := s.lineFor(r, from, "from")
 	if err != nil {
@@ -45,7 +47,7 @@ func (s *Server) getAvailability(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if h == line.Handle {
-		return errInvalid("handle", "handle is the line's own handle.")
+		return httpapi.Invalid("handle", "handle is the line's own handle.")
 	}
 	imessage, at, err := s.availability.get(r.Context(), line, h, s.now(), func(ctx context.Context) (bool, error) {
 		if s.opts.Availability == nil {
@@ -59,16 +61,16 @@ func (s *Server) getAvailability(w http.ResponseWriter, r *http.Request) error {
 		return s.opts.Availability(ctx, line, h)
 	})
 	if err != nil {
-		if e, ok := errors.AsType[*Error](err); ok {
+		if e, ok := errors.AsType[*httpapi.Error](err); ok {
 			return e // the guard's budget is spent
 		}
 		if r.Context().Err() != nil {
 			return err
 		}
 		s.log.Warn("availability check failed", "line", line.Handle, "err", err)
-		return errUnavailable("network_unavailable", "Line %s's network did not answer the availability check; try again later.", line.Handle)
+		return httpapi.Unavailable("network_unavailable", "Line %s's network did not answer the availability check; try again later.", line.Handle)
 	}
-	writeJSON(w, http.StatusOK, api.Availability{Handle: h, IMessage: imessage, CheckedAt: at.UnixMilli(), RequestID: requestID(r.Context())})
+	httpapi.WriteJSON(w, http.StatusOK, api.Availability{Handle: h, IMessage: imessage, CheckedAt: at.UnixMilli(), RequestID: httpapi.RequestID(r.Context())})
 	return nil
 }
 
@@ -162,36 +164,11 @@ func (b *lookupBudget) take(line storage.Line, g GuardPolicy, now time.Time) err
 	if ok {
 		return nil
 	}
-	return errTooManyRequests("guard_availability_limit", retrySeconds(wait),
+	return httpapi.TooManyRequests("guard_availability_limit", httpapi.RetrySeconds(wait),
 		"Line %s has used its Apple ID guard's budget of %d availability lookups an hour ([guard] max_availability_lookups): "+
 			"another handle may be looked up in %d s. Handles looked up within the last hour are still answered, from memory.",
-		line.Handle, g.MaxAvailabilityLookups, retrySeconds(wait))
+		line.Handle, g.MaxAvailabilityLookups, httpapi.RetrySeconds(wait))
 }
 
 // availabilityTimeout bounds one question to the network.
 const availabilityTimeout = 15 * time.Second
-
-// SimAvailability is whether a handle is reachable on iMessage on the
-// simulated network, as `blueline sim availability` sets it.
-type SimAvailability struct {
-	Handle   string `json:"handle"`
-	IMessage bool   `json:"imessage"`
-}
-
-func (s *Server) adminSimAvailability(w http.ResponseWriter, r *http.Request) error {
-	var req SimAvailability
-	if err := decodeAdmin(r, &req); err != nil {
-		return err
-	}
-	h, err := handle.Normalize(req.Handle)
-	if err != nil {
-		return errHandle("handle", req.Handle, err)
-	}
-	if s.opts.SimAvailability == nil {
-		return errInvalidRequest("sim_unavailable", "", "This daemon has no simulated network.")
-	}
-	s.opts.SimAvailability(h, req.IMessage)
-	s.availability.forget(h)
-	writeJSON(w, http.StatusOK, SimAvailability{Handle: h, IMessage: req.IMessage})
-	return nil
-}

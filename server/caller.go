@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -52,28 +53,13 @@ func (u *keyUse) touch(ctx context.Context, k storage.Key, now time.Time) {
 	go u.db.TouchKey(context.WithoutCancel(ctx), k.ID, now.UnixMilli())
 }
 
-// Dashboard is the console the API listener also serves, under
-// /dashboard/; the admin socket hands out its login links.
-type Dashboard interface {
-	http.Handler
-	// LoginLink returns a one-time link that signs its opener in as
-	// owner ("" for the host's operator) until expiresAt (Unix ms).
-	LoginLink(ctx context.Context, owner string) (link string, expiresAt int64, err error)
-	// SetPassword sets the password for signing in without a link over
-	// TLS; "" removes it.
-	SetPassword(ctx context.Context, password string) error
-}
-
-// OwnerHeader, on the admin socket's API, makes a request act as that
-// owner's key rather than as the host's operator.
-const OwnerHeader = "Blueline-Owner"
-
-// asHost serves the API on the admin socket: each request acts as a key
-// with every scope and every line, with the owner OwnerHeader names (none
-// by default). Only the daemon's user reaches the socket (adminsock.go).
-func (s *Server) asHost(api http.Handler) http.Handler {
+// AsHost is the API for the admin socket: each request acts as a key with
+// every scope and every line, with the owner api.OwnerHeader names (none by
+// default). Only the daemon's user reaches the socket (package adminsock).
+func (s *Server) AsHost() http.Handler {
+	h := s.Handler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		k := storage.Key{ID: "host", Label: "admin socket", Scopes: Scopes, Owner: strings.TrimSpace(r.Header.Get(OwnerHeader))}
-		api.ServeHTTP(w, r.WithContext(WithCaller(r.Context(), k)))
+		k := storage.Key{ID: "host", Label: "admin socket", Scopes: api.Scopes, Owner: strings.TrimSpace(r.Header.Get(api.OwnerHeader))}
+		h.ServeHTTP(w, r.WithContext(WithCaller(r.Context(), k)))
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/server"
 	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/testkit"
@@ -37,7 +38,7 @@ func TestInProcessCaller(t *testing.T) {
 	opts := defaultOptions()
 	opts.RequestsPerHour = 1
 	e := newAPI(t, opts)
-	operator := storage.Key{ID: "ses_x", Scopes: server.Scopes}
+	operator := storage.Key{ID: "ses_x", Scopes: api.Scopes}
 	for range 3 {
 		if code, body := e.inProcess(operator, "GET", "/v1/lines"); code != 200 {
 			t.Fatalf("in process, GET /v1/lines: %d %v", code, body)
@@ -46,7 +47,7 @@ func TestInProcessCaller(t *testing.T) {
 	if code, body := e.inProcess(operator, "GET", "/v1/chats?from=%2B15550000000"); code != 403 || errCodeOf(body) != "sandbox_requires_owner" {
 		t.Errorf("no owner, the sandbox's chats: %d %v, want 403 sandbox_requires_owner", code, body)
 	}
-	restricted := storage.Key{ID: "ses_y", Scopes: server.Scopes, LineIDs: []string{e.lines[smsLine].ID}}
+	restricted := storage.Key{ID: "ses_y", Scopes: api.Scopes, LineIDs: []string{e.lines[smsLine].ID}}
 	if code, body := e.inProcess(restricted, "GET", "/v1/chats?from=%2B15550000001"); code != 403 || errCodeOf(body) != "line_not_accessible" {
 		t.Errorf("a line the caller may not use: %d %v, want 403 line_not_accessible", code, body)
 	}

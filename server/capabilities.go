@@ -2,6 +2,7 @@ package server
 
 import (
 	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/httpapi"
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -50,7 +51,7 @@ func (s *Server) capable(l storage.Line, feature string) error {
 	if c.Available {
 		return nil
 	}
-	return errInvalidRequest("advanced_features_required", "from", "Line %s cannot use %s now: %s.", l.Handle, featureNames[feature], *c.Reason)
+	return httpapi.InvalidRequest("advanced_features_required", "from", "Line %s cannot use %s now: %s.", l.Handle, featureNames[feature], *c.Reason)
 }
 
 var featureNames = map[string]string{

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/blueline-app/blueline/httpapi"
+
 	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/storage"
 )
@@ -40,7 +42,7 @@ func (s *Server) listChats(w http.ResponseWriter, r *http.Request) error {
 	for i, c := range chats {
 		out[i] = toAPIChat(c)
 	}
-	writeJSON(w, http.StatusOK, newList(r.Context(), out, encodeCursor('c', next)))
+	httpapi.WriteJSON(w, http.StatusOK, httpapi.List(r.Context(), out, encodeCursor('c', next)))
 	return nil
 }
 

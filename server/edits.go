@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blueline-app/blueline/httpapi"
+
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -52,10 +54,10 @@ func (s *Server) sendEdit(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if m.Text == nil {
-		return errInvalid("message_id", "Message %s has no text to edit.", p.MessageID)
+		return httpapi.Invalid("message_id", "Message %s has no text to edit.", p.MessageID)
 	}
 	if s.now().Sub(time.UnixMilli(m.SentAt)) > editWindow {
-		return errInvalidRequest("edit_window_expired", "message_id",
+		return httpapi.InvalidRequest("edit_window_expired", "message_id",
 			"Message %s was sent more than %d minutes ago: Messages no longer lets it be edited.", p.MessageID, int(editWindow.Minutes()))
 	}
 	if m.EditRequests >= maxEdits {
@@ -68,7 +70,7 @@ func (s *Server) sendEdit(w http.ResponseWriter, r *http.Request) error {
 }
 
 func errEditLimit() error {
-	return errInvalidRequest("edit_limit_reached", "message_id", "This message was edited %d times: Messages allows no more.", maxEdits)
+	return httpapi.InvalidRequest("edit_limit_reached", "message_id", "This message was edited %d times: Messages allows no more.", maxEdits)
 }
 
 // sendUnsend takes back a message the line sent. The message's unsent_at is
@@ -91,7 +93,7 @@ func (s *Server) sendUnsend(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if s.now().Sub(time.UnixMilli(m.SentAt)) > unsendWindow {
-		return errInvalidRequest("unsend_window_expired", "message_id",
+		return httpapi.InvalidRequest("unsend_window_expired", "message_id",
 			"Message %s was sent more than %d minutes ago: Messages no longer lets it be unsent.", p.MessageID, int(unsendWindow.Minutes()))
 	}
 	return s.enqueue(w, r, idem, line, p, storage.OutboxItem{
@@ -115,13 +117,13 @@ func (s *Server) ownMessage(r *http.Request, from, messageID, feature string) (s
 	case err != nil:
 		return line, m, err
 	case !m.IsFromMe:
-		return line, m, errInvalid("message_id", "Message %s was sent by %s: a line changes only the messages it sent.", messageID, m.Sender)
+		return line, m, httpapi.Invalid("message_id", "Message %s was sent by %s: a line changes only the messages it sent.", messageID, m.Sender)
 	case m.GUID == "":
-		return line, m, errInvalid("message_id", "Message %s is not on the network.", messageID)
+		return line, m, httpapi.Invalid("message_id", "Message %s is not on the network.", messageID)
 	case m.UnsentAt != 0:
-		return line, m, errInvalid("message_id", "Message %s was unsent: it can no longer change.", messageID)
+		return line, m, httpapi.Invalid("message_id", "Message %s was unsent: it can no longer change.", messageID)
 	case m.Service == "sms" || m.Service == "rcs":
-		return line, m, errInvalid("message_id", "Message %s went out as %s: only iMessages can be edited or unsent.", messageID, strings.ToUpper(m.Service))
+		return line, m, httpapi.Invalid("message_id", "Message %s went out as %s: only iMessages can be edited or unsent.", messageID, strings.ToUpper(m.Service))
 	}
 	return line, m, nil
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blueline-app/blueline/httpapi"
+
 	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/sse"
 	"github.com/blueline-app/blueline/storage"
@@ -72,7 +74,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		}
 		release, ok := s.streams.Take(key.ID)
 		if !ok {
-			return errTooManyRequests("too_many_streams", retrySeconds(streamBusyRetry),
+			return httpapi.TooManyRequests("too_many_streams", httpapi.RetrySeconds(streamBusyRetry),
 				"This API key has %d event streams open, the most it may: end one first.", s.opts.StreamsPerKey)
 		}
 		defer release()
@@ -183,19 +185,19 @@ func streamedEvents(key storage.Key, asked []string) ([]string, error) {
 			}
 		}
 		if len(out) == 0 {
-			return nil, errForbidden("insufficient_scope",
+			return nil, httpapi.Forbidden("insufficient_scope",
 				"This API key may read none of the stream's default events: message events need the messages:read scope, reactions reactions:read.")
 		}
 		return out, nil
 	}
 	for _, e := range asked {
 		if !slices.Contains(api.WebhookEvents, e) {
-			return nil, errInvalid("event", "Unknown event %q; events are %s.", e, strings.Join(api.WebhookEvents, ", "))
+			return nil, httpapi.Invalid("event", "Unknown event %q; events are %s.", e, strings.Join(api.WebhookEvents, ", "))
 		}
 	}
 	for _, e := range asked {
 		if sc := eventScopes[e]; !hasScope(key, sc) {
-			err := errForbidden("insufficient_scope", "This API key lacks the %s scope, which the %s event needs.", sc, e)
+			err := httpapi.Forbidden("insufficient_scope", "This API key lacks the %s scope, which the %s event needs.", sc, e)
 			err.Param = "event"
 			return nil, err
 		}
@@ -215,7 +217,7 @@ func (s *Server) streamStart(r *http.Request) (uint64, error) {
 		}
 		n, err := strconv.ParseUint(v.value, 10, 64)
 		if err != nil {
-			return 0, errInvalid(v.param, "%s must be the id of an event of the stream (a whole number).", v.param)
+			return 0, httpapi.Invalid(v.param, "%s must be the id of an event of the stream (a whole number).", v.param)
 		}
 		return n, nil
 	}
@@ -223,7 +225,7 @@ func (s *Server) streamStart(r *http.Request) (uint64, error) {
 	if v := q.Get("since"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			return 0, errInvalid("since", "since must be a time in Unix milliseconds.")
+			return 0, httpapi.Invalid("since", "since must be a time in Unix milliseconds.")
 		}
 		since = n
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blueline-app/blueline/httpapi"
+
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/blueline-app/blueline/api"
@@ -35,14 +37,14 @@ func (s *Server) toAPIFile(f storage.File, requestID string) api.File {
 func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	mimeType, err := mediatype.Parse(r.Header.Get("Content-Type"))
 	if err != nil {
-		return errInvalid("Content-Type", "Content-Type is not a valid media type.")
+		return httpapi.Invalid("Content-Type", "Content-Type is not a valid media type.")
 	}
 	name, err := filenameHeader(r.Header.Get("X-Filename"))
 	if err != nil {
 		return err
 	}
 	limit := s.files.MaxUploadBytes()
-	tooLarge := errTooLarge("file_too_large", "The file is larger than the upload limit of %d bytes ([files] max_upload_bytes).", limit)
+	tooLarge := httpapi.TooLarge("file_too_large", "The file is larger than the upload limit of %d bytes ([files] max_upload_bytes).", limit)
 	// Refuse a declared size without storing any of it.
 	if r.ContentLength > limit {
 		dropOvershoot(r, 0, limit)
@@ -51,16 +53,16 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	f, err := s.files.Save(r.Context(), r.Body, name, mimeType, storage.FileScope{Owner: apiKey(r.Context()).Owner})
 	switch {
 	case errors.Is(err, files.ErrEmpty):
-		return errInvalidRequest("empty_file", "", "The file is empty: send its bytes as the request body.")
+		return httpapi.InvalidRequest("empty_file", "", "The file is empty: send its bytes as the request body.")
 	case errors.Is(err, files.ErrTooLarge):
 		dropOvershoot(r, limit+1, limit) // Save reads one byte past the limit
 		return tooLarge
 	case errors.Is(err, files.ErrIncomplete):
-		return errInvalidRequest("upload_incomplete", "", "The upload was cut off before the end of the body; nothing was stored.")
+		return httpapi.InvalidRequest("upload_incomplete", "", "The upload was cut off before the end of the body; nothing was stored.")
 	case err != nil:
 		return err
 	}
-	writeJSON(w, http.StatusCreated, s.toAPIFile(f, requestID(r.Context())))
+	httpapi.WriteJSON(w, http.StatusCreated, s.toAPIFile(f, httpapi.RequestID(r.Context())))
 	return nil
 }
 
@@ -71,7 +73,7 @@ func filenameHeader(v string) (string, error) {
 	if rest, ok := strings.CutPrefix(v, "UTF-8''"); ok {
 		dec, err := url.PathUnescape(rest)
 		if err != nil {
-			return "", errInvalid("X-Filename", "X-Filename is not valid UTF-8''percent-encoding.")
+			return "", httpapi.Invalid("X-Filename", "X-Filename is not valid UTF-8''percent-encoding.")
 		}
 		v = dec
 	}
@@ -98,9 +100,9 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request) error {
 // a file uploaded by a key of the same owner. Any other is not found.
 func (s *Server) fileByID(ctx context.Context, id, param string) (storage.File, error) {
 	if !storage.IDShaped(id, "file_") {
-		return storage.File{}, errInvalid(param, "%s must be a file ID (file_…) from POST /v1/files.", param)
+		return storage.File{}, httpapi.Invalid(param, "%s must be a file ID (file_…) from POST /v1/files.", param)
 	}
-	notFound := errNotFound("file_not_found", param, "No file %s.", id)
+	notFound := httpapi.NotFound("file_not_found", param, "No file %s.", id)
 	f, err := s.db.FileByID(ctx, id)
 	if errors.Is(err, storage.ErrNotFound) {
 		return f, notFound
@@ -130,19 +132,19 @@ func (s *Server) downloadFile(w http.ResponseWriter, r *http.Request, p httprout
 	err := s.files.Verify(id, q.Get("expires"), q.Get("signature"), s.now())
 	switch {
 	case errors.Is(err, files.ErrURLExpired):
-		err = errForbidden("download_url_expired", "This download URL has expired; ask GET /v1/files?id=%s for a new one.", id)
+		err = httpapi.Forbidden("download_url_expired", "This download URL has expired; ask GET /v1/files?id=%s for a new one.", id)
 	case err != nil:
-		err = errForbidden("download_url_invalid", "This download URL is not valid: it was altered or was never issued.")
+		err = httpapi.Forbidden("download_url_invalid", "This download URL is not valid: it was altered or was never issued.")
 	default:
 		var f storage.File
 		if f, err = s.db.FileByID(r.Context(), id); err == nil {
 			err = s.files.Serve(w, r, f)
 		}
 		if errors.Is(err, storage.ErrNotFound) {
-			err = errNotFound("file_not_found", "", "No file %s.", id)
+			err = httpapi.NotFound("file_not_found", "", "No file %s.", id)
 		}
 	}
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpapi.WriteError(w, r, s.log, err)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/blueline-app/blueline/httpapi"
+
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/handle"
 	"github.com/blueline-app/blueline/storage"
@@ -45,23 +47,23 @@ func (s *Server) createGroup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if p.Participants == nil {
-		return errMissing("participants")
+		return httpapi.Missing("participants")
 	}
 	members := []string{}
 	for _, v := range p.Participants {
 		h, err := handle.Normalize(v)
 		if err != nil {
-			return errHandle("participants", v, err)
+			return httpapi.BadHandle("participants", v, err)
 		}
 		if !slices.Contains(members, h) {
 			members = append(members, h)
 		}
 	}
 	if len(members) < 2 {
-		return errInvalid("participants", "A group needs at least 2 participants besides the line; for one, send to them directly.")
+		return httpapi.Invalid("participants", "A group needs at least 2 participants besides the line; for one, send to them directly.")
 	}
 	if len(members) > maxGroupMembers {
-		return errInvalid("participants", "A group has at most %d participants besides the line.", maxGroupMembers)
+		return httpapi.Invalid("participants", "A group has at most %d participants besides the line.", maxGroupMembers)
 	}
 	line, err := s.lineFor(r, p.From, "from")
 	if err != nil {
@@ -72,14 +74,14 @@ func (s *Server) createGroup(w http.ResponseWriter, r *http.Request) error {
 	}
 	for _, m := range members {
 		if m == line.Handle {
-			return errInvalid("participants", "The line %s is in its groups already: list the other members.", line.Handle)
+			return httpapi.Invalid("participants", "The line %s is in its groups already: list the other members.", line.Handle)
 		}
 		wrote, err := s.contactWrote(r.Context(), line, m)
 		if err != nil {
 			return err
 		}
 		if !wrote {
-			return errContactFirst("participants", m, line.Handle, "put in a group")
+			return httpapi.ContactFirst("participants", m, line.Handle, "put in a group")
 		}
 	}
 	text := p.Text
@@ -106,7 +108,7 @@ func (s *Server) renameGroup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if _, ok := b["name"]; !ok {
-		return errMissing("name")
+		return httpapi.Missing("name")
 	}
 	if p.Name, err = b.str("name"); err != nil {
 		return err
@@ -149,9 +151,9 @@ func (s *Server) changeGroupMembers(w http.ResponseWriter, r *http.Request) erro
 	param, value := "add", p.Add
 	switch {
 	case p.Add != "" && p.Remove != "":
-		return errInvalid("remove", "Give add or remove, not both: one change at a time.")
+		return httpapi.Invalid("remove", "Give add or remove, not both: one change at a time.")
 	case p.Add == "" && p.Remove == "":
-		e := errMissing("add")
+		e := httpapi.Missing("add")
 		e.Message = "Missing required parameter: add (or remove)."
 		return e
 	case p.Remove != "":
@@ -159,7 +161,7 @@ func (s *Server) changeGroupMembers(w http.ResponseWriter, r *http.Request) erro
 	}
 	member, err := handle.Normalize(value)
 	if err != nil {
-		return errHandle(param, value, err)
+		return httpapi.BadHandle(param, value, err)
 	}
 	line, chat, err := s.groupOf(r, p.From, p.To)
 	if err != nil {
@@ -169,19 +171,19 @@ func (s *Server) changeGroupMembers(w http.ResponseWriter, r *http.Request) erro
 	if param == "add" {
 		p.Add, item.GroupAction = member, bridge.ChatParticipantAdded
 		if member == line.Handle || slices.Contains(chat.Participants, member) {
-			return errInvalid("add", "%s is in the group already.", member)
+			return httpapi.Invalid("add", "%s is in the group already.", member)
 		}
 		wrote, err := s.contactWrote(r.Context(), line, member)
 		if err != nil {
 			return err
 		}
 		if !wrote {
-			return errContactFirst("add", member, line.Handle, "add to a group")
+			return httpapi.ContactFirst("add", member, line.Handle, "add to a group")
 		}
 	} else {
 		p.Remove, item.GroupAction = member, bridge.ChatParticipantRemoved
 		if !slices.Contains(chat.Participants, member) {
-			return errInvalid("remove", "%s is not in the group.", member)
+			return httpapi.Invalid("remove", "%s is not in the group.", member)
 		}
 	}
 	return s.enqueue(w, r, idem, line, p, item)
@@ -229,7 +231,7 @@ func (s *Server) groupOf(r *http.Request, from, to string) (storage.Line, storag
 		return line, tgt.chat, err
 	}
 	if !tgt.found || !tgt.chat.IsGroup {
-		return line, tgt.chat, errInvalid("to", "to must be a group chat of line %s (a cht_ ID or its chat… identifier).", line.Handle)
+		return line, tgt.chat, httpapi.Invalid("to", "to must be a group chat of line %s (a cht_ ID or its chat… identifier).", line.Handle)
 	}
 	return line, tgt.chat, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/blueline-app/blueline/httpapi"
+
 	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/storage"
 )
@@ -40,27 +42,27 @@ func (s *Server) guardLimits(l storage.Line) *storage.GuardLimits {
 
 // guardError is the answer to a message the guard refused: 429 with the
 // limit's own code, and Retry-After when a time is known.
-func guardError(e *storage.GuardError, line storage.Line, g GuardPolicy, now time.Time) *Error {
+func guardError(e *storage.GuardError, line storage.Line, g GuardPolicy, now time.Time) *httpapi.Error {
 	now = now.UTC()
 	midnight := now.Truncate(24 * time.Hour).Add(24 * time.Hour)
-	var err *Error
+	var err *httpapi.Error
 	switch e.Limit {
 	case storage.GuardUnanswered:
-		err = errTooManyRequests("guard_unanswered_limit", 0,
+		err = httpapi.TooManyRequests("guard_unanswered_limit", 0,
 			"Line %s has sent %d messages to this chat since the contact last wrote (the guard allows %d): "+
 				"sending to it may resume when the contact answers; no time is known.", line.Handle, e.Count, e.Max)
 		err.Param = "to"
 	case storage.GuardRatio:
-		err = errTooManyRequests("guard_ratio_limit", retrySeconds(midnight.Sub(now)),
+		err = httpapi.TooManyRequests("guard_ratio_limit", httpapi.RetrySeconds(midnight.Sub(now)),
 			"Line %s has sent %d messages today (UTC), the most the guard allows for the messages it received "+
 				"(%d to 1): sending may resume when more messages arrive, or at midnight UTC.", line.Handle, e.Count, g.MaxRatio)
 	case storage.GuardColdContacts:
-		err = errTooManyRequests("guard_cold_contacts_limit", retrySeconds(midnight.Sub(now)),
+		err = httpapi.TooManyRequests("guard_cold_contacts_limit", httpapi.RetrySeconds(midnight.Sub(now)),
 			"Line %s has messaged %d contacts silent for a while today (UTC), the guard's limit: "+
 				"sending to another one may resume at midnight UTC; contacts who wrote recently can still be messaged.", line.Handle, e.Count)
 		err.Param = "to"
 	default:
-		err = errTooManyRequests("rate_limit_exceeded", 0, "%s", e.Error())
+		err = httpapi.TooManyRequests("rate_limit_exceeded", 0, "%s", e.Error())
 	}
 	return err
 }

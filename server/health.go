@@ -3,21 +3,13 @@ package server
 import (
 	"net/http"
 
+	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/httpapi"
+
 	"github.com/blueline-app/blueline/apidoc"
 
 	"github.com/julienschmidt/httprouter"
 )
-
-// Check is one input of readiness: the storage, a worker, a line's bridge.
-type Check struct {
-	Name string
-	OK   bool
-	// Reason says briefly why the check fails (shown only then).
-	Reason string
-	// Info is a note that does not affect readiness, such as whether a
-	// Messages line's helper is connected.
-	Info string
-}
 
 type checkBody struct {
 	OK     bool   `json:"ok"`
@@ -28,18 +20,18 @@ type checkBody struct {
 // healthz answers while the process serves: no authentication, no data.
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 // readyz answers 200 when the daemon can do its work (storage answers, the
 // workers run, every line's bridge runs) and 503 otherwise, with each check
 // by name. No authentication: it shows no messages, contacts or keys.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	checks := []Check{{Name: "storage", OK: true}}
+	checks := []api.Check{{Name: "storage", OK: true}}
 	if err := s.db.Ping(r.Context()); err != nil {
 		// The answer is public: the error (a path, say) goes to the log only.
 		s.log.Error("readiness: the database does not answer", "err", err)
-		checks[0] = Check{Name: "storage", Reason: "the database does not answer (see the log)"}
+		checks[0] = api.Check{Name: "storage", Reason: "the database does not answer (see the log)"}
 	}
 	if s.opts.Ready != nil {
 		checks = append(checks, s.opts.Ready(r.Context())...)
@@ -58,7 +50,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 		body[c.Name] = b
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, code, map[string]any{"status": status, "checks": body})
+	httpapi.WriteJSON(w, code, map[string]any{"status": status, "checks": body})
 }
 
 // openAPIDocument serves the API's OpenAPI document, embedded in the binary.

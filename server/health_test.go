@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/apitest"
 	"github.com/blueline-app/blueline/server"
 	"github.com/blueline-app/blueline/storage"
@@ -40,7 +41,7 @@ func newTestServer(t *testing.T, opts server.Options) (*httptest.Server, *storag
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	srv := server.New(db, nil, nil, opts, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv := server.New(db, nil, opts, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	return ts, db
@@ -55,10 +56,10 @@ func get(t *testing.T, method, url string) (int, map[string]any) {
 func TestReadyzReportsFailingChecks(t *testing.T) {
 	var mu sync.Mutex
 	lineOK := true
-	ts, db := newTestServer(t, server.Options{Ready: func(context.Context) []server.Check {
+	ts, db := newTestServer(t, server.Options{Ready: func(context.Context) []api.Check {
 		mu.Lock()
 		defer mu.Unlock()
-		return []server.Check{
+		return []api.Check{
 			{Name: "delivery", OK: true},
 			{Name: "line +15550000001", OK: lineOK, Reason: "its messages bridge stopped", Info: "advanced features: helper not connected"},
 		}

@@ -21,6 +21,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/blueline-app/blueline/httpapi"
 )
 
 // HeaderLimit is the most bytes a request's head may take over HTTP/1.1:
@@ -421,7 +423,7 @@ func BodyIdleTimeout(next http.Handler, idle time.Duration, log *slog.Logger) ht
 			msg = fmt.Sprintf("The request body did not arrive within %s, all a request without a valid credential has for it. "+
 				"Nothing was done; send the request again on a new connection.", unauthenticatedTimeout)
 		}
-		writeError(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)), log, errRequestTimeout(msg))
+		httpapi.WriteError(w, r.WithContext(httpapi.WithRequestID(r.Context(), id)), log, httpapi.RequestTimeout(msg))
 	})
 }
 

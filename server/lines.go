@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/blueline-app/blueline/httpapi"
+
 	"github.com/blueline-app/blueline/api"
 )
 
@@ -25,6 +27,6 @@ func (s *Server) listLines(w http.ResponseWriter, r *http.Request) error {
 			out = append(out, line)
 		}
 	}
-	writeJSON(w, http.StatusOK, newList(r.Context(), out, nil))
+	httpapi.WriteJSON(w, http.StatusOK, httpapi.List(r.Context(), out, nil))
 	return nil
 }

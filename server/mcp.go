@@ -3,10 +3,12 @@ package server
 import (
 	"context"
 	"net/http"
+
+	"github.com/blueline-app/blueline/httpapi"
 )
 
-// MCPPath is where the API's listener serves Options.MCP, the MCP endpoint
-// for agents (package mcpserver).
+// MCPPath is where the API's listener serves the MCP endpoint for agents
+// (package mcpserver), behind RequireKey.
 const MCPPath = "/mcp"
 
 // mcpCORS: the headers MCP's streamable HTTP transport uses.
@@ -15,13 +17,13 @@ var mcpCORS = corsPolicy{
 	allowHeaders: "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID",
 }
 
-// mcpHandler guards the MCP endpoint: a request needs a valid API key, as
+// RequireKey guards the MCP endpoint: a request needs a valid API key, as
 // an API request does, and is otherwise answered 401 in the API's error
-// shape before any MCP exchange. Scopes, lines and the rate limit are not
+// shape before any MCP exchange. api.Scopes, lines and the rate limit are not
 // checked here: each tool call is an API request made as the same key,
 // which checks them. CORS is the endpoint's own: keys travel in a header,
 // never in cookies, so any origin may call, with the headers MCP uses.
-func (s *Server) mcpHandler(next http.Handler) http.Handler {
+func (s *Server) RequireKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		setRoute(w, MCPPath) // one route in the request metrics
 		if mcpCORS.answer(w, r) {
@@ -29,7 +31,7 @@ func (s *Server) mcpHandler(next http.Handler) http.Handler {
 		}
 		key, err := s.authenticate(r)
 		if err != nil {
-			writeError(w, r, s.log, err)
+			httpapi.WriteError(w, r, s.log, err)
 			return
 		}
 		s.keyUse.touch(r.Context(), key, s.now())

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blueline-app/blueline/httpapi"
+
 	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/mediatype"
 	"github.com/blueline-app/blueline/storage"
@@ -39,7 +41,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
 	for i, m := range msgs {
 		out[i] = s.toAPIMessage(m)
 	}
-	writeJSON(w, http.StatusOK, newList(r.Context(), out, encodeCursor('m', next)))
+	httpapi.WriteJSON(w, http.StatusOK, httpapi.List(r.Context(), out, encodeCursor('m', next)))
 	return nil
 }
 
@@ -80,16 +82,16 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) error {
 		text = nil
 	}
 	if text == nil && len(p.Attachments) == 0 {
-		e := errMissing("text")
+		e := httpapi.Missing("text")
 		e.Message = "Missing required parameter: text (or attachments)."
 		return e
 	}
 	if len(p.Attachments) > 1 {
-		return errInvalid("attachments", "A message carries at most 1 attachment.")
+		return httpapi.Invalid("attachments", "A message carries at most 1 attachment.")
 	}
 	for _, id := range p.Attachments {
 		if !storage.IDShaped(id, "file_") {
-			return errInvalid("attachments", "attachments must hold file IDs (file_…) from POST /v1/files.")
+			return httpapi.Invalid("attachments", "attachments must hold file IDs (file_…) from POST /v1/files.")
 		}
 	}
 	line, tgt, err := s.conversation(r, p.From, p.To, false)
@@ -150,7 +152,7 @@ func (s *Server) sendAudio(field string) apiHandler {
 			return err
 		}
 		if !storage.IDShaped(fileID, "file_") {
-			return errInvalid(field, "%s must be a file ID (file_…) from POST /v1/files.", field)
+			return httpapi.Invalid(field, "%s must be a file ID (file_…) from POST /v1/files.", field)
 		}
 		line, tgt, err := s.conversation(r, p.From, p.To, true)
 		if err != nil {
@@ -161,7 +163,7 @@ func (s *Server) sendAudio(field string) apiHandler {
 			return err
 		}
 		if !mediatype.IsAudio(f.MimeType) {
-			return errInvalid(field, "File %s is %s, not audio: upload the recording with an audio/… Content-Type.", f.ID, f.MimeType)
+			return httpapi.Invalid(field, "File %s is %s, not audio: upload the recording with an audio/… Content-Type.", f.ID, f.MimeType)
 		}
 		replyGUID, err := s.replyTo(r, line, tgt, p.ReplyTo)
 		if err != nil {
@@ -185,7 +187,7 @@ func (s *Server) replyTo(r *http.Request, line storage.Line, tgt target, value s
 		return "", err
 	}
 	if m.ChatID != tgt.chat.ID {
-		return "", errInvalid("reply_to", "reply_to must be a message in the chat being sent to.")
+		return "", httpapi.Invalid("reply_to", "reply_to must be a message in the chat being sent to.")
 	}
 	return m.GUID, nil
 }
@@ -200,7 +202,7 @@ func (s *Server) readWrite(r *http.Request) (body, string, error) {
 	}
 	idem := r.Header.Get("Idempotency-Key")
 	if len(idem) > maxIdempotencyKey {
-		return nil, "", errInvalid("Idempotency-Key", "Idempotency-Key is longer than %d characters.", maxIdempotencyKey)
+		return nil, "", httpapi.Invalid("Idempotency-Key", "Idempotency-Key is longer than %d characters.", maxIdempotencyKey)
 	}
 	return b, idem, nil
 }
@@ -238,14 +240,14 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, idem string, li
 	var guardErr *storage.GuardError
 	switch {
 	case errors.Is(err, storage.ErrIdempotencyMismatch):
-		return errInvalid("Idempotency-Key", "This Idempotency-Key was used in the last 24 hours with a different request.")
+		return httpapi.Invalid("Idempotency-Key", "This Idempotency-Key was used in the last 24 hours with a different request.")
 	case errors.Is(err, storage.ErrEditLimit):
 		return errEditLimit()
 	case errors.As(err, &guardErr):
 		return guardError(guardErr, line, s.guard(line), now)
 	case errors.Is(err, storage.ErrSandboxQuota):
 		midnight := now.Truncate(24 * time.Hour).Add(24 * time.Hour)
-		return errTooManyRequests("sandbox_quota_exceeded", retrySeconds(midnight.Sub(now)),
+		return httpapi.TooManyRequests("sandbox_quota_exceeded", httpapi.RetrySeconds(midnight.Sub(now)),
 			"Your sandbox sent its %d messages for today; the quota resets at midnight UTC.", s.opts.SandboxQuota)
 	case err != nil:
 		return err
@@ -253,7 +255,7 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, idem string, li
 	if replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
-	writeJSON(w, http.StatusCreated, toAPIOutboxItem(stored, requestID(ctx)))
+	httpapi.WriteJSON(w, http.StatusCreated, toAPIOutboxItem(stored, httpapi.RequestID(ctx)))
 	return nil
 }
 
@@ -263,7 +265,7 @@ func (s *Server) findMessage(r *http.Request, line storage.Line, value, param st
 	var err error
 	if strings.HasPrefix(value, "msg_") {
 		if !storage.IDShaped(value, "msg_") {
-			return m, errInvalid(param, "%s must be a message ID (msg_…) or GUID.", param)
+			return m, httpapi.Invalid(param, "%s must be a message ID (msg_…) or GUID.", param)
 		}
 		m, err = s.db.MessageByID(r.Context(), value)
 	} else {
@@ -276,7 +278,7 @@ func (s *Server) findMessage(r *http.Request, line storage.Line, value, param st
 		err = s.hideSandboxMessage(r.Context(), line, m)
 	}
 	if errors.Is(err, storage.ErrNotFound) {
-		return m, errNotFound("message_not_found", param, "No message %s on line %s.", value, line.Handle)
+		return m, httpapi.NotFound("message_not_found", param, "No message %s on line %s.", value, line.Handle)
 	}
 	return m, err
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/blueline-app/blueline/httpapi"
+
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -14,19 +16,19 @@ func (s *Server) getOutboxItem(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if !storage.IDShaped(id, "obx_") {
-		return errInvalid("id", "id must be an outbox item ID (obx_…).")
+		return httpapi.Invalid("id", "id must be an outbox item ID (obx_…).")
 	}
 	item, err := s.db.OutboxItemByID(r.Context(), id)
 	if err == nil {
 		err = s.hideOutboxItem(r.Context(), item)
 	}
 	if errors.Is(err, storage.ErrNotFound) {
-		return errNotFound("outbox_item_not_found", "id", "No outbox item %s.", id)
+		return httpapi.NotFound("outbox_item_not_found", "id", "No outbox item %s.", id)
 	}
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toAPIOutboxItem(item, requestID(r.Context())))
+	httpapi.WriteJSON(w, http.StatusOK, toAPIOutboxItem(item, httpapi.RequestID(r.Context())))
 	return nil
 }
 

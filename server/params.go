@@ -12,6 +12,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/blueline-app/blueline/httpapi"
+
 	"github.com/blueline-app/blueline/handle"
 	"github.com/blueline-app/blueline/storage"
 )
@@ -22,7 +24,7 @@ type body map[string]json.RawMessage
 
 func (s *Server) readBody(r *http.Request) (body, error) {
 	limit := s.opts.MaxBodyBytes
-	tooLarge := errTooLarge("request_too_large", "The request body is larger than %d bytes.", limit)
+	tooLarge := httpapi.TooLarge("request_too_large", "The request body is larger than %d bytes.", limit)
 	if r.ContentLength > limit {
 		dropOvershoot(r, 0, limit)
 		return nil, tooLarge
@@ -33,17 +35,17 @@ func (s *Server) readBody(r *http.Request) (body, error) {
 			dropOvershoot(r, limit+1, limit) // the reader reads one byte past the limit
 			return nil, tooLarge
 		}
-		return nil, errInvalidRequest("invalid_json", "", "The request body could not be read.")
+		return nil, httpapi.InvalidRequest("invalid_json", "", "The request body could not be read.")
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, errInvalidRequest("invalid_json", "", "The request body is empty; send a JSON object.")
+		return nil, httpapi.InvalidRequest("invalid_json", "", "The request body is empty; send a JSON object.")
 	}
 	if !utf8.Valid(data) {
-		return nil, errInvalidRequest("invalid_json", "", "The request body is not valid UTF-8.")
+		return nil, httpapi.InvalidRequest("invalid_json", "", "The request body is not valid UTF-8.")
 	}
 	var b body
 	if err := json.Unmarshal(data, &b); err != nil || b == nil {
-		return nil, errInvalidRequest("invalid_json", "", "The request body is not a valid JSON object.")
+		return nil, httpapi.InvalidRequest("invalid_json", "", "The request body is not a valid JSON object.")
 	}
 	return b, nil
 }
@@ -56,7 +58,7 @@ func (b body) str(name string) (string, error) {
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", errInvalid(name, "%s must be a string.", name)
+		return "", httpapi.Invalid(name, "%s must be a string.", name)
 	}
 	return s, nil
 }
@@ -78,7 +80,7 @@ func (b body) strings(name string) ([]string, error) {
 	}
 	var out []string
 	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, errInvalid(name, "%s must be an array of strings.", name)
+		return nil, httpapi.Invalid(name, "%s must be an array of strings.", name)
 	}
 	return out, nil
 }
@@ -86,7 +88,7 @@ func (b body) strings(name string) ([]string, error) {
 func (b body) required(name string) (string, error) {
 	s, err := b.str(name)
 	if err == nil && strings.TrimSpace(s) == "" {
-		return "", errMissing(name)
+		return "", httpapi.Missing(name)
 	}
 	return s, err
 }
@@ -96,7 +98,7 @@ func (b body) required(name string) (string, error) {
 func (b body) requiredID(name, prefix, what string) (string, error) {
 	id, err := b.required(name)
 	if err == nil && !storage.IDShaped(id, prefix) {
-		err = errInvalid(name, "%s must be %s (%s…).", name, what, prefix)
+		err = httpapi.Invalid(name, "%s must be %s (%s…).", name, what, prefix)
 	}
 	return id, err
 }
@@ -117,7 +119,7 @@ func (b body) bool(name string) (bool, error) {
 	}
 	var v bool
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return false, errInvalid(name, "%s must be true or false.", name)
+		return false, httpapi.Invalid(name, "%s must be true or false.", name)
 	}
 	return v, nil
 }
@@ -125,7 +127,7 @@ func (b body) bool(name string) (bool, error) {
 func queryRequired(r *http.Request, name string) (string, error) {
 	v := strings.TrimSpace(r.URL.Query().Get(name))
 	if v == "" {
-		return "", errMissing(name)
+		return "", httpapi.Missing(name)
 	}
 	return v, nil
 }
@@ -139,7 +141,7 @@ func queryHandle(r *http.Request, name string) (string, error) {
 		raw = "+" + raw[1:]
 	}
 	if strings.TrimSpace(raw) == "" {
-		return "", errMissing(name)
+		return "", httpapi.Missing(name)
 	}
 	return strings.TrimSpace(raw), nil
 }
@@ -156,7 +158,7 @@ func parseLimit(r *http.Request) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > maxLimit {
-		return 0, errInvalid("limit", "limit must be an integer from 1 to %d.", maxLimit)
+		return 0, httpapi.Invalid("limit", "limit must be an integer from 1 to %d.", maxLimit)
 	}
 	return n, nil
 }
@@ -178,7 +180,7 @@ func parseCursor(r *http.Request, kind byte, size int) ([]byte, error) {
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(v)
 	if err != nil || len(raw) != size+1 || raw[0] != kind {
-		return nil, errInvalid("cursor", "cursor is not one this endpoint returned.")
+		return nil, httpapi.Invalid("cursor", "cursor is not one this endpoint returned.")
 	}
 	return raw[1:], nil
 }
@@ -193,14 +195,14 @@ func (s *Server) lineFor(r *http.Request, value, param string) (storage.Line, er
 	} else {
 		h, err := handle.Normalize(value)
 		if err != nil {
-			e := errHandle(param, value, err)
+			e := httpapi.BadHandle(param, value, err)
 			e.Message += " A line is named by its handle or its ln_ ID."
 			return l, e
 		}
 		l, ok = s.db.LineByHandle(h)
 	}
 	if !ok {
-		return l, errNotFound("line_not_found", param, "No line %s on this server.", value)
+		return l, httpapi.NotFound("line_not_found", param, "No line %s on this server.", value)
 	}
 	return l, checkLineAccess(apiKey(r.Context()), l)
 }
@@ -216,7 +218,7 @@ type target struct {
 func (s *Server) resolveTo(r *http.Request, line storage.Line, value string) (target, error) {
 	if strings.HasPrefix(value, "cht_") {
 		if !storage.IDShaped(value, "cht_") {
-			return target{}, errInvalid("to", "to is not a valid chat ID.")
+			return target{}, httpapi.Invalid("to", "to is not a valid chat ID.")
 		}
 		c, err := s.db.ChatByID(r.Context(), value)
 		if err == nil && c.LineID != line.ID {
@@ -226,7 +228,7 @@ func (s *Server) resolveTo(r *http.Request, line storage.Line, value string) (ta
 			err = s.hideSandboxChat(r.Context(), line, c)
 		}
 		if errors.Is(err, storage.ErrNotFound) {
-			return target{}, errNotFound("chat_not_found", "to", "No chat %s on line %s.", value, line.Handle)
+			return target{}, httpapi.NotFound("chat_not_found", "to", "No chat %s on line %s.", value, line.Handle)
 		}
 		return target{chat: c, found: true, contact: c.Identifier}, err
 	}
@@ -238,7 +240,7 @@ func (s *Server) resolveTo(r *http.Request, line storage.Line, value string) (ta
 			err = s.hideSandboxChat(r.Context(), line, c)
 		}
 		if errors.Is(err, storage.ErrNotFound) {
-			e := errHandle("to", value, herr)
+			e := httpapi.BadHandle("to", value, herr)
 			e.Message += " A chat is named by its cht_ ID or, for a group, its identifier (chat…)."
 			return target{}, e
 		}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"math"
 	"sync"
 	"time"
 
@@ -46,5 +45,3 @@ func take(b *rate.Limiter, now time.Time) (ok bool, retryAfter time.Duration) {
 	}
 	return true, 0
 }
-
-func retrySeconds(d time.Duration) int { return max(1, int(math.Ceil(d.Seconds()))) }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/blueline-app/blueline/httpapi"
+
 	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/storage"
@@ -38,18 +40,18 @@ func (s *Server) sendReaction(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if p.Type != bridge.ReactionEmoji && !slices.Contains(bridge.ReactionTypes, p.Type) {
-		return errInvalid("type", "type must be one of %s, or %s with an emoji.", strings.Join(bridge.ReactionTypes, ", "), bridge.ReactionEmoji)
+		return httpapi.Invalid("type", "type must be one of %s, or %s with an emoji.", strings.Join(bridge.ReactionTypes, ", "), bridge.ReactionEmoji)
 	}
 	if p.Emoji, err = b.str("emoji"); err != nil {
 		return err
 	}
 	switch {
 	case p.Type == bridge.ReactionEmoji && p.Emoji == "":
-		return errMissing("emoji")
+		return httpapi.Missing("emoji")
 	case p.Type == bridge.ReactionEmoji && !isOneEmoji(p.Emoji):
-		return errInvalid("emoji", "emoji must be exactly one emoji.")
+		return httpapi.Invalid("emoji", "emoji must be exactly one emoji.")
 	case p.Type != bridge.ReactionEmoji && p.Emoji != "":
-		return errInvalid("emoji", "emoji goes with type %q.", bridge.ReactionEmoji)
+		return httpapi.Invalid("emoji", "emoji goes with type %q.", bridge.ReactionEmoji)
 	}
 	if p.Remove, err = b.bool("remove"); err != nil {
 		return err
@@ -70,14 +72,14 @@ func (s *Server) sendReaction(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if p.Type == bridge.ReactionEmoji && (tgt.chat.Service == "sms" || tgt.chat.Service == "rcs") {
-		return errInvalid("type", "Emoji tapbacks are sent over iMessage only, not %s.", strings.ToUpper(tgt.chat.Service))
+		return httpapi.Invalid("type", "Emoji tapbacks are sent over iMessage only, not %s.", strings.ToUpper(tgt.chat.Service))
 	}
 	m, err := s.findMessage(r, line, p.MessageID, "message_id")
 	if err != nil {
 		return err
 	}
 	if m.ChatID != tgt.chat.ID {
-		return errInvalid("message_id", "Message %s is not in the chat with %s.", p.MessageID, p.To)
+		return httpapi.Invalid("message_id", "Message %s is not in the chat with %s.", p.MessageID, p.To)
 	}
 	return s.enqueue(w, r, idem, line, p, storage.OutboxItem{
 		Kind: storage.KindReaction, ChatID: tgt.chat.ID, TargetMessageID: m.ID, TargetGUID: m.GUID, ReactionType: p.Type,
@@ -95,7 +97,7 @@ func (s *Server) listReactions(w http.ResponseWriter, r *http.Request) error {
 	var m storage.Message
 	if strings.HasPrefix(value, "msg_") {
 		if !storage.IDShaped(value, "msg_") {
-			return errInvalid("message_id", "message_id must be a message ID (msg_…) or GUID.")
+			return httpapi.Invalid("message_id", "message_id must be a message ID (msg_…) or GUID.")
 		}
 		m, err = s.db.MessageByID(r.Context(), value)
 	} else {
@@ -110,7 +112,7 @@ func (s *Server) listReactions(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if errors.Is(err, storage.ErrNotFound) {
-		return errNotFound("message_not_found", "message_id", "No message %s.", value)
+		return httpapi.NotFound("message_not_found", "message_id", "No message %s.", value)
 	}
 	if err != nil {
 		return err
@@ -123,6 +125,6 @@ func (s *Server) listReactions(w http.ResponseWriter, r *http.Request) error {
 	for i, rec := range recs {
 		out[i] = toAPIReaction(rec)
 	}
-	writeJSON(w, http.StatusOK, newList(r.Context(), out, nil))
+	httpapi.WriteJSON(w, http.StatusOK, httpapi.List(r.Context(), out, nil))
 	return nil
 }

@@ -3,6 +3,8 @@ package server
 import (
 	"net/http"
 
+	"github.com/blueline-app/blueline/httpapi"
+
 	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/storage"
 )
@@ -47,6 +49,6 @@ func (s *Server) listReceipts(w http.ResponseWriter, r *http.Request) error {
 			out = append(out, api.Receipt(rec))
 		}
 	}
-	writeJSON(w, http.StatusOK, newList(r.Context(), out, nil))
+	httpapi.WriteJSON(w, http.StatusOK, httpapi.List(r.Context(), out, nil))
 	return nil
 }

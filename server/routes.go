@@ -1,11 +1,5 @@
 package server
 
-import (
-	"net/http"
-
-	"github.com/julienschmidt/httprouter"
-)
-
 // routes is the one place where the API's routes are wired.
 func (s *Server) routes(r patternRouter) {
 	r.GET("/v1/lines", s.api("lines:read", s.listLines))
@@ -54,42 +48,4 @@ func (s *Server) routes(r patternRouter) {
 	// The API's own description (OpenAPI 3.1): public, like the API's
 	// documentation.
 	r.GET("/v1/openapi.json", s.openAPIDocument)
-}
-
-// adminRoutes is the one place where the admin socket's routes are wired.
-// Only the daemon's user can reach the socket (see adminsock.go), so its
-// handles need no API key and have no rate limit.
-func (s *Server) adminRoutes(r *httprouter.Router) {
-	r.POST("/keys", s.handle(s.adminCreateKey))
-	r.GET("/keys", s.handle(s.adminListKeys))
-	r.POST("/keys/revoke", s.handle(s.adminRevokeKey))
-	r.POST("/sim/inbound", s.handle(s.adminSimInbound))
-	r.POST("/sim/reaction", s.handle(s.adminSimReaction))
-	r.POST("/sim/typing", s.handle(s.adminSimTyping))
-	r.POST("/sim/edit", s.handle(s.adminSimEdit))
-	r.POST("/sim/unsend", s.handle(s.adminSimUnsend))
-	r.POST("/sim/read", s.handle(s.adminSimRead))
-	r.POST("/sim/group", s.handle(s.adminSimGroup))
-	r.POST("/sim/availability", s.handle(s.adminSimAvailability))
-	r.GET("/sandbox", s.handle(s.adminSandbox))
-	r.POST("/sandbox", s.handle(s.adminStartSandbox))
-	r.GET("/webhooks", s.handle(s.adminWebhooks))
-	r.GET("/webhooks/attempts", s.handle(s.adminAttempts))
-	r.POST("/webhooks/redeliver", s.handle(s.adminRedeliver))
-	r.POST("/webhooks/test", s.handle(s.adminTestWebhook))
-	r.POST("/dashboard/link", s.handle(s.adminDashboardLink))
-	r.POST("/dashboard/password", s.handle(s.adminDashboardPassword))
-	r.GET("/dashboard/sessions", s.handle(s.adminDashboardSessions))
-	r.POST("/dashboard/sessions/end", s.handle(s.adminDashboardSignOut))
-	r.GET("/backup", s.adminBackup)
-	// The API itself, for the host's own tools (the command line's client
-	// commands, listen, mcp): as the host's operator, or as the owner the
-	// Blueline-Owner header names.
-	api := s.asHost(s.Handler())
-	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
-		r.Handler(m, "/v1/*path", api)
-	}
-	if s.opts.Metrics != nil {
-		r.Handler(http.MethodGet, "/metrics", s.opts.Metrics.Handler())
-	}
 }

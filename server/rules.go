@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/blueline-app/blueline/httpapi"
+
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -55,7 +57,7 @@ func (s *Server) conversation(r *http.Request, from, to string, advanced bool) (
 		return line, target{}, err
 	}
 	if advanced && !s.opts.Advanced(line) {
-		return line, target{}, errInvalidRequest("advanced_features_required", "from",
+		return line, target{}, httpapi.InvalidRequest("advanced_features_required", "from",
 			"Line %s does not have advanced features (reactions, typing, read receipts, audio messages) now.", line.Handle)
 	}
 	tgt, err := s.resolveTo(r, line, to)
@@ -96,11 +98,11 @@ func (s *Server) checkRecipient(r *http.Request, line storage.Line, tgt target) 
 			return err
 		}
 		if !st.Activated {
-			return errForbidden("sandbox_not_activated",
+			return httpapi.Forbidden("sandbox_not_activated",
 				"Your sandbox on %s is not activated: get your code with POST /v1/sandbox, then text it to %s from your phone.", line.Handle, line.Handle)
 		}
 		if tgt.chat.IsGroup || tgt.contact != st.PairedHandle {
-			return errInvalidRequest("sandbox_contact_mismatch", "to", "The sandbox line only sends to its paired number %s.", st.PairedHandle)
+			return httpapi.InvalidRequest("sandbox_contact_mismatch", "to", "The sandbox line only sends to its paired number %s.", st.PairedHandle)
 		}
 	}
 	if tgt.found && !tgt.chat.HasReceivedInbound && tgt.chat.IsGroup {
@@ -110,7 +112,7 @@ func (s *Server) checkRecipient(r *http.Request, line storage.Line, tgt target) 
 		}
 	}
 	if !tgt.found || !tgt.chat.HasReceivedInbound {
-		return errContactFirst("to", tgt.contact, line.Handle, "message")
+		return httpapi.ContactFirst("to", tgt.contact, line.Handle, "message")
 	}
 	return nil
 }

@@ -3,9 +3,9 @@ package server
 import (
 	"context"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
+
+	"github.com/blueline-app/blueline/httpapi"
 
 	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/storage"
@@ -25,7 +25,7 @@ const (
 
 func (s *Server) toAPISandbox(ctx context.Context, line storage.Line, st storage.SandboxState, started bool) (api.Sandbox, error) {
 	now := s.now().UTC()
-	out := api.Sandbox{Status: sandboxMissing, SandboxLineHandle: line.Handle, RequestID: requestID(ctx)}
+	out := api.Sandbox{Status: sandboxMissing, SandboxLineHandle: line.Handle, RequestID: httpapi.RequestID(ctx)}
 	if started {
 		out.Status, out.ActivationCode = sandboxPending, &st.ActivationCode
 		if st.Activated {
@@ -50,7 +50,7 @@ func (s *Server) toAPISandbox(ctx context.Context, line storage.Line, st storage
 func (s *Server) sandboxFor(r *http.Request) (storage.Line, string, error) {
 	line, ok := s.db.SandboxLine()
 	if !ok {
-		return line, "", errNotFound("line_not_found", "", "No sandbox line is configured on this server ([sandbox] handle).")
+		return line, "", httpapi.NotFound("line_not_found", "", "No sandbox line is configured on this server ([sandbox] handle).")
 	}
 	key := apiKey(r.Context())
 	return line, key.Owner, checkLineAccess(key, line)
@@ -89,7 +89,7 @@ func (s *Server) answerSandbox(w http.ResponseWriter, r *http.Request, start boo
 	if err != nil {
 		return err
 	}
-	writeJSON(w, status, out)
+	httpapi.WriteJSON(w, status, out)
 	return nil
 }
 
@@ -105,90 +105,4 @@ func (s *Server) sandboxChatVisible(ctx context.Context, line storage.Line, c st
 	}
 	st, ok, err := s.db.Sandbox(ctx, key.Owner)
 	return ok && st.Activated && c.Identifier == st.PairedHandle, err
-}
-
-// SandboxOwnerInfo is one owner's sandbox in `blueline sandbox`.
-type SandboxOwnerInfo struct {
-	Owner string `json:"owner"`
-	api.Sandbox
-}
-
-// SandboxInfo is what `blueline sandbox` prints: every owner's sandbox, the
-// owners of keys that have not started one included.
-type SandboxInfo struct {
-	Handle string             `json:"handle"`
-	LineID string             `json:"line_id"`
-	Owners []SandboxOwnerInfo `json:"owners"`
-}
-
-func (s *Server) adminSandbox(w http.ResponseWriter, r *http.Request) error {
-	line, ok := s.db.SandboxLine()
-	if !ok {
-		return errNotFound("line_not_found", "", "No sandbox line is configured ([sandbox] handle).")
-	}
-	ctx := r.Context()
-	states, err := s.db.SandboxStates(ctx)
-	if err != nil {
-		return err
-	}
-	keys, err := s.db.Keys(ctx)
-	if err != nil {
-		return err
-	}
-	byOwner := map[string]storage.SandboxState{}
-	for _, st := range states {
-		byOwner[st.Owner] = st
-	}
-	owners := make([]string, 0, len(byOwner))
-	for o := range byOwner {
-		owners = append(owners, o)
-	}
-	for _, k := range keys {
-		if k.Owner != "" && k.RevokedAt == 0 && !slices.Contains(owners, k.Owner) {
-			owners = append(owners, k.Owner)
-		}
-	}
-	slices.Sort(owners)
-	info := SandboxInfo{Handle: line.Handle, LineID: line.ID, Owners: []SandboxOwnerInfo{}}
-	for _, o := range owners {
-		st, started := byOwner[o]
-		st.Owner = o
-		out, err := s.toAPISandbox(ctx, line, st, started)
-		if err != nil {
-			return err
-		}
-		out.RequestID = ""
-		info.Owners = append(info.Owners, SandboxOwnerInfo{Owner: o, Sandbox: out})
-	}
-	writeJSON(w, http.StatusOK, info)
-	return nil
-}
-
-// adminStartSandbox starts an owner's activation, as POST /v1/sandbox does
-// for a key's owner.
-func (s *Server) adminStartSandbox(w http.ResponseWriter, r *http.Request) error {
-	line, ok := s.db.SandboxLine()
-	if !ok {
-		return errNotFound("line_not_found", "", "No sandbox line is configured ([sandbox] handle).")
-	}
-	b, err := s.readBody(r)
-	if err != nil {
-		return err
-	}
-	owner, err := b.required("owner")
-	if err != nil {
-		return err
-	}
-	owner = strings.TrimSpace(owner)
-	st, _, err := s.db.StartSandbox(r.Context(), owner)
-	if err != nil {
-		return err
-	}
-	out, err := s.toAPISandbox(r.Context(), line, st, true)
-	if err != nil {
-		return err
-	}
-	out.RequestID = ""
-	writeJSON(w, http.StatusOK, SandboxOwnerInfo{Owner: owner, Sandbox: out})
-	return nil
 }

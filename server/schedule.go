@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/blueline-app/blueline/httpapi"
+
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -34,22 +36,22 @@ func (b body) sendAt(now time.Time) (*int64, error) {
 	}
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] == '"' {
-		return nil, errInvalid("send_at", "send_at must be an integer: a Unix time in milliseconds.")
+		return nil, httpapi.Invalid("send_at", "send_at must be an integer: a Unix time in milliseconds.")
 	}
 	var f float64
 	if err := json.Unmarshal(raw, &f); err != nil {
-		return nil, errInvalid("send_at", "send_at must be an integer: a Unix time in milliseconds.")
+		return nil, httpapi.Invalid("send_at", "send_at must be an integer: a Unix time in milliseconds.")
 	}
 	v, err := strconv.ParseInt(string(raw), 10, 64)
 	if err != nil {
-		return nil, errInvalid("send_at", "send_at must be an integer: a Unix time in milliseconds, without a fraction or exponent.")
+		return nil, httpapi.Invalid("send_at", "send_at must be an integer: a Unix time in milliseconds, without a fraction or exponent.")
 	}
 	switch {
 	case v < now.Add(-SendAtSkew).UnixMilli():
-		return nil, errInvalid("send_at", "send_at %d is in the past (%s): it must be a Unix time in milliseconds, now or later (at most %s early).",
+		return nil, httpapi.Invalid("send_at", "send_at %d is in the past (%s): it must be a Unix time in milliseconds, now or later (at most %s early).",
 			v, time.UnixMilli(v).UTC().Format(time.RFC3339), SendAtSkew)
 	case v > now.Add(SendAtHorizon).UnixMilli():
-		return nil, errInvalid("send_at", "send_at %d is more than %d days ahead: it must be a Unix time in milliseconds within %d days.",
+		return nil, httpapi.Invalid("send_at", "send_at %d is more than %d days ahead: it must be a Unix time in milliseconds within %d days.",
 			v, int(SendAtHorizon/(24*time.Hour)), int(SendAtHorizon/(24*time.Hour)))
 	}
 	return &v, nil
@@ -76,17 +78,17 @@ func (s *Server) cancelOutboxItem(w http.ResponseWriter, r *http.Request) error 
 	}
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
-		return errNotFound("outbox_item_not_found", "id", "No outbox item %s.", id)
+		return httpapi.NotFound("outbox_item_not_found", "id", "No outbox item %s.", id)
 	case errors.Is(err, storage.ErrNotPending):
 		state := map[string]string{storage.StatusClaimed: "claimed (being sent)", storage.StatusSent: "sent",
 			storage.StatusFailed: "failed"}[item.Status]
 		if item.Error == storage.Canceled {
 			state = "cancelled already"
 		}
-		return errConflict("outbox_item_not_pending", "id", "Outbox item %s is %s: only a pending item can be cancelled.", id, state)
+		return httpapi.Conflict("outbox_item_not_pending", "id", "Outbox item %s is %s: only a pending item can be cancelled.", id, state)
 	case err != nil:
 		return err
 	}
-	writeJSON(w, http.StatusOK, toAPIOutboxItem(item, requestID(ctx)))
+	httpapi.WriteJSON(w, http.StatusOK, toAPIOutboxItem(item, httpapi.RequestID(ctx)))
 	return nil
 }

@@ -9,44 +9,26 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/blueline-app/blueline/httpapi"
 
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/blueline-app/blueline/api"
-	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/sse"
 	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/webhook"
 )
 
-// InboundRecorder stores what a simulated contact sends or changes.
-type InboundRecorder interface {
-	Record(ctx context.Context, in bridge.Inbound) (storage.InboundResult, error)
-	RecordReaction(ctx context.Context, in bridge.InboundReaction) (storage.Reaction, bool, error)
-	RecordUpdate(ctx context.Context, u bridge.MessageUpdate) (storage.Message, []string, error)
-	RecordChatUpdate(ctx context.Context, u bridge.ChatUpdate) (storage.ChatUpdate, bool, error)
-	RecordTyping(ctx context.Context, in bridge.InboundTyping) (storage.Indicator, error)
-}
-
 // Options configure the server.
-// Simulator makes the simulated network's chats and message GUIDs.
-type Simulator interface {
-	OneToOne(service, contact string) bridge.Chat
-	NewGroup(service, name string, participants []string) bridge.Chat
-	NewGUID() string
-}
-
 type Options struct {
 	RequestsPerHour int   // per API key; 0 disables the limit
 	MaxBodyBytes    int64 // largest JSON request body
 	MaxAttempts     int   // delivery attempts per outbox item
 	SandboxQuota    int   // sandbox sends per UTC day
 	WebhookPolicy   webhook.Policy
-	// WebhookTester sends `blueline webhooks test` events; nil refuses them.
-	WebhookTester WebhookTester
 	// Advanced reports whether a line's advanced features work right now
 	// (a Messages line's need its helper connected); nil means as configured.
 	Advanced func(storage.Line) bool
@@ -59,13 +41,8 @@ type Options struct {
 	LineHealth func(storage.Line) *api.LineHealth
 	// Availability asks a line's network whether a handle is reachable on
 	// iMessage (GET /v1/availability); nil answers every handle as
-	// reachable. SimAvailability sets a handle's answer on the simulated
-	// network (`blueline sim availability`); nil refuses.
-	Availability    func(ctx context.Context, line storage.Line, handle string) (bool, error)
-	SimAvailability func(handle string, imessage bool)
-	// Simulator names the chats and messages the admin socket's sim
-	// commands make (the simulated network's own names); nil refuses them.
-	Simulator Simulator
+	// reachable.
+	Availability func(ctx context.Context, line storage.Line, handle string) (bool, error)
 	// AvailabilityTTL is how long an availability answer is kept: 1 hour
 	// when 0.
 	AvailabilityTTL time.Duration
@@ -77,19 +54,12 @@ type Options struct {
 	Guard func(storage.Line) GuardPolicy
 	// Ready lists readiness checks beyond the storage's for GET /readyz
 	// (the workers, each line's bridge); nil means none.
-	Ready func(context.Context) []Check
-	// Metrics counts the API's requests and is served on the admin socket
-	// (GET /metrics); nil counts nothing.
+	Ready func(context.Context) []api.Check
+	// Metrics counts the API's requests; nil counts nothing.
 	Metrics Metrics
 	// BodyIdleTimeout cuts off a request body that stops arriving for
 	// that long (see BodyIdleTimeout); 0 never does.
 	BodyIdleTimeout time.Duration
-	// Dashboard is served under /dashboard/ on the API listener; nil
-	// serves none.
-	Dashboard Dashboard
-	// MCP is served at /mcp (MCPPath) on the API listener, to requests
-	// with a valid API key only (see mcpHandler); nil serves none.
-	MCP http.Handler
 	// StreamsPerKey is how many event streams (GET /v1/events) one API
 	// key may hold open at once ([limits] streams_per_key); more are
 	// refused 429 too_many_streams.
@@ -103,7 +73,6 @@ type Options struct {
 // Server serves the API.
 type Server struct {
 	db      *storage.DB
-	inbound InboundRecorder
 	files   FileStore
 	opts    Options
 	log     *slog.Logger
@@ -121,7 +90,7 @@ type Server struct {
 }
 
 // New returns a server over db and files.
-func New(db *storage.DB, inbound InboundRecorder, files FileStore, opts Options, log *slog.Logger) *Server {
+func New(db *storage.DB, files FileStore, opts Options, log *slog.Logger) *Server {
 	if opts.Advanced == nil {
 		opts.Advanced = func(l storage.Line) bool { return l.AdvancedFeatures }
 	}
@@ -129,7 +98,7 @@ func New(db *storage.DB, inbound InboundRecorder, files FileStore, opts Options,
 	if opts.Now != nil {
 		now = opts.Now
 	}
-	return &Server{db: db, inbound: inbound, files: files, opts: opts, log: log, limiter: newLimiter(opts.RequestsPerHour),
+	return &Server{db: db, files: files, opts: opts, log: log, limiter: newLimiter(opts.RequestsPerHour),
 		keyUse: &keyUse{db: db, last: map[string]time.Time{}}, now: now, streamsDone: make(chan struct{}),
 		streams: sse.NewSlots(opts.StreamsPerKey), availability: newAvailabilityCache(opts.AvailabilityTTL)}
 }
@@ -138,48 +107,37 @@ func New(db *storage.DB, inbound InboundRecorder, files FileStore, opts Options,
 // answered in the spec's shape.
 type apiHandler func(w http.ResponseWriter, r *http.Request) error
 
-// Handler returns the API's HTTP handler.
-func (s *Server) Handler() http.Handler {
+// Handler is the API with Middleware around it: what the admin socket,
+// the console and MCP call in process.
+func (s *Server) Handler() http.Handler { return s.Middleware(s.Routes()) }
+
+// Routes is the API's router (/v1, signed downloads, health), with CORS,
+// without Middleware: the daemon mounts it beside the console and MCP, all
+// under one Middleware.
+func (s *Server) Routes() http.Handler {
 	router := httprouter.New()
 	router.RedirectTrailingSlash = false
 	router.RedirectFixedPath = false
 	router.HandleOPTIONS = false // preflight is answered by cors below
 	router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, s.log, errNotFound("route_not_found", "", "No route %s %s.", r.Method, r.URL.Path))
+		httpapi.WriteError(w, r, s.log, httpapi.NotFound("route_not_found", "", "No route %s %s.", r.Method, r.URL.Path))
 	})
 	router.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, s.log, errMethodNotAllowed(r.Method, r.URL.Path, w.Header().Get("Allow")))
+		httpapi.WriteError(w, r, s.log, httpapi.MethodNotAllowed(r.Method, r.URL.Path, w.Header().Get("Allow")))
 	})
 	router.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
-		writeError(w, r, s.log, fmt.Errorf("panic: %v", v))
+		httpapi.WriteError(w, r, s.log, fmt.Errorf("panic: %v", v))
 	}
 	s.routes(patternRouter{router})
-	var h http.Handler = cors(router)
-	if s.opts.Dashboard != nil {
-		// The console is for browsers with a session cookie: no CORS.
-		api, dashboard := h, s.opts.Dashboard
-		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/dashboard" || strings.HasPrefix(r.URL.Path, "/dashboard/") {
-				dashboard.ServeHTTP(w, r)
-				return
-			}
-			api.ServeHTTP(w, r)
-		})
-	}
-	if s.opts.MCP != nil {
-		// The MCP endpoint: a key first, and CORS of its own (mcp.go).
-		next, mcp := h, s.mcpHandler(s.opts.MCP)
-		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == MCPPath {
-				mcp.ServeHTTP(w, r)
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	}
-	// Inside withRequestID, so that a body cut off is logged and counted
-	// as the 408 it is answered with.
-	return s.withRequestID(BodyIdleTimeout(h, s.opts.BodyIdleTimeout, s.log), s.opts.Metrics)
+	return cors(router)
+}
+
+// Middleware is what every request of the API's listener passes through:
+// an ID, the access log, the request metrics, and a body cut off when it
+// stops arriving (inside the ID, so that the cut is logged and counted as
+// the 408 it is answered with).
+func (s *Server) Middleware(next http.Handler) http.Handler {
+	return s.withRequestID(BodyIdleTimeout(next, s.opts.BodyIdleTimeout, s.log), s.opts.Metrics)
 }
 
 // api wraps a handler with authentication, the rate limit and a scope check.
@@ -194,7 +152,7 @@ func (s *Server) api(scope string, h apiHandler) httprouter.Handle {
 func (s *Server) handle(h apiHandler) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 		if err := h(w, r); err != nil {
-			writeError(w, r, s.log, err)
+			httpapi.WriteError(w, r, s.log, err)
 		}
 	}
 }
@@ -217,12 +175,12 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, scope string, 
 	return h(w, r.WithContext(context.WithValue(r.Context(), apiKeyKey, key)))
 }
 
-func (s *Server) errRateLimited(wait time.Duration) *Error {
-	return errTooManyRequests("rate_limit_exceeded", retrySeconds(wait), "This API key made more than %d requests in the last hour.", s.opts.RequestsPerHour)
+func (s *Server) errRateLimited(wait time.Duration) *httpapi.Error {
+	return httpapi.TooManyRequests("rate_limit_exceeded", httpapi.RetrySeconds(wait), "This API key made more than %d requests in the last hour.", s.opts.RequestsPerHour)
 }
 
-func errInsufficientScope(scope string) *Error {
-	return errForbidden("insufficient_scope", "This API key lacks the %s scope.", scope)
+func errInsufficientScope(scope string) *httpapi.Error {
+	return httpapi.Forbidden("insufficient_scope", "This API key lacks the %s scope.", scope)
 }
 
 // withRequestID gives each request an ID, logs it and, when m is set,
@@ -233,7 +191,7 @@ func (s *Server) withRequestID(next http.Handler, m Metrics) http.Handler {
 		w.Header().Set("X-Request-Id", id)
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
+		next.ServeHTTP(sw, r.WithContext(httpapi.WithRequestID(r.Context(), id)))
 		s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", sw.status,
 			"duration", time.Since(start), "request_id", id)
 		if m != nil {

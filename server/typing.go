@@ -3,6 +3,8 @@ package server
 import (
 	"net/http"
 
+	"github.com/blueline-app/blueline/httpapi"
+
 	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/storage"
 )
@@ -34,7 +36,7 @@ func (s *Server) sendTyping(w http.ResponseWriter, r *http.Request) error {
 		p.State = "on"
 	case "on", "off":
 	default:
-		return errInvalid("state", "state must be \"on\" or \"off\".")
+		return httpapi.Invalid("state", "state must be \"on\" or \"off\".")
 	}
 	line, tgt, err := s.conversation(r, p.From, p.To, true)
 	if err != nil {
@@ -57,7 +59,7 @@ func (s *Server) listTyping(w http.ResponseWriter, r *http.Request) error {
 			out = append(out, api.Indicator(ind))
 		}
 	}
-	writeJSON(w, http.StatusOK, newList(r.Context(), out, nil))
+	httpapi.WriteJSON(w, http.StatusOK, httpapi.List(r.Context(), out, nil))
 	return nil
 }
 

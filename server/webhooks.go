@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blueline-app/blueline/httpapi"
+
 	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/webhook"
@@ -44,18 +46,18 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if events == nil {
-		return errMissing("events")
+		return httpapi.Missing("events")
 	}
 	if len(events) == 0 {
-		return errInvalid("events", "events must name at least one of %s.", strings.Join(api.WebhookEvents, ", "))
+		return httpapi.Invalid("events", "events must name at least one of %s.", strings.Join(api.WebhookEvents, ", "))
 	}
 	var subscribed []string
 	for _, e := range events {
 		switch {
 		case slices.Contains(undelivered, e):
-			return errInvalid("events", "%s events are not delivered by webhooks; subscribe to %s.", e, strings.Join(api.WebhookEvents, ", "))
+			return httpapi.Invalid("events", "%s events are not delivered by webhooks; subscribe to %s.", e, strings.Join(api.WebhookEvents, ", "))
 		case !slices.Contains(api.WebhookEvents, e):
-			return errInvalid("events", "Unknown event %q; events are %s.", e, strings.Join(api.WebhookEvents, ", "))
+			return httpapi.Invalid("events", "Unknown event %q; events are %s.", e, strings.Join(api.WebhookEvents, ", "))
 		case !slices.Contains(subscribed, e):
 			subscribed = append(subscribed, e)
 		}
@@ -66,7 +68,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	}
 	u, err := s.opts.WebhookPolicy.CheckURL(r.Context(), strings.TrimSpace(rawURL))
 	if errors.Is(err, webhook.ErrRefused) {
-		return errInvalid("url", "The webhook URL is refused: %s.", strings.TrimPrefix(err.Error(), webhook.ErrRefused.Error()+": "))
+		return httpapi.Invalid("url", "The webhook URL is refused: %s.", strings.TrimPrefix(err.Error(), webhook.ErrRefused.Error()+": "))
 	}
 	if err != nil {
 		return err
@@ -76,7 +78,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if len(existing) >= maxWebhooksPerLine {
-		return errInvalid("from", "Line %s has %d webhooks, the most a line may have.", line.Handle, maxWebhooksPerLine)
+		return httpapi.Invalid("from", "Line %s has %d webhooks, the most a line may have.", line.Handle, maxWebhooksPerLine)
 	}
 	hook := storage.Webhook{ID: storage.NewID("wh_"), LineID: line.ID, Owner: apiKey(r.Context()).Owner, URL: u.String(), Events: subscribed,
 		Secret: "whsec_" + randomBase62(40), IsActive: true, CreatedAt: time.Now().UnixMilli()}
@@ -84,7 +86,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.log.Info("webhook created", "webhook_id", hook.ID, "line", line.Handle, "url", webhook.RedactURL(hook.URL))
-	writeJSON(w, http.StatusCreated, toAPIWebhook(hook, requestID(r.Context())))
+	httpapi.WriteJSON(w, http.StatusCreated, toAPIWebhook(hook, httpapi.RequestID(r.Context())))
 	return nil
 }
 
@@ -109,7 +111,7 @@ func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 			out = append(out, toAPIWebhook(h, ""))
 		}
 	}
-	writeJSON(w, http.StatusOK, newList(r.Context(), out, nil))
+	httpapi.WriteJSON(w, http.StatusOK, httpapi.List(r.Context(), out, nil))
 	return nil
 }
 
@@ -127,18 +129,18 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 		err = storage.ErrNotFound
 	}
 	if errors.Is(err, storage.ErrNotFound) {
-		return errNotFound("webhook_not_found", "id", "No webhook %s.", id)
+		return httpapi.NotFound("webhook_not_found", "id", "No webhook %s.", id)
 	}
 	if err != nil {
 		return err
 	}
 	if err := s.db.DeleteWebhook(r.Context(), id); errors.Is(err, storage.ErrNotFound) {
-		return errNotFound("webhook_not_found", "id", "No webhook %s.", id)
+		return httpapi.NotFound("webhook_not_found", "id", "No webhook %s.", id)
 	} else if err != nil {
 		return err
 	}
 	s.log.Info("webhook deleted", "webhook_id", id)
-	writeJSON(w, http.StatusOK, map[string]any{"id": id, "deleted": true, "request_id": requestID(r.Context())})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"id": id, "deleted": true, "request_id": httpapi.RequestID(r.Context())})
 	return nil
 }
 

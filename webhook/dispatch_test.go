@@ -103,7 +103,6 @@ func (e *hookEnv) run(opts webhook.Options) {
 	opts.Timeout = cmp.Or(opts.Timeout, def.Timeout.Duration)
 	opts.DisableAfter = cmp.Or(opts.DisableAfter, def.DisableAfter.Duration)
 	opts.Lanes = cmp.Or(opts.Lanes, def.Concurrency)
-	opts.Retention = cmp.Or(opts.Retention, def.Retention.Duration)
 	d := webhook.New(e.db, textRenderer{}, opts, quiet)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

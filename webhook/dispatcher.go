@@ -28,13 +28,13 @@ import (
 	"time"
 
 	"github.com/blueline-app/blueline/api"
-	"github.com/blueline-app/blueline/purge"
 	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/webhook/signature"
 )
 
 // Options tune the dispatcher: the daemon passes [webhooks]'s settings.
-// Timeout, DisableAfter, Lanes and Retention must be more than 0.
+// Timeout, DisableAfter and Lanes must be more than 0. How long finished
+// deliveries are kept is the daemon's (its periodic purges).
 type Options struct {
 	Schedule     []time.Duration // waits before each retry; an attempt more than retries in all
 	Timeout      time.Duration   // for a receiver to answer an attempt
@@ -42,8 +42,6 @@ type Options struct {
 	Lanes        int             // concurrent deliveries per webhook
 	Policy       Policy
 	RootCAs      *x509.CertPool // trusted for receivers' certificates; nil means the system's
-	// Retention is how long finished deliveries and attempts are kept.
-	Retention time.Duration
 	// Metrics counts attempts; nil counts nothing.
 	Metrics Metrics
 }
@@ -95,12 +93,6 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		stopRecorder()
 		recorder.Wait()
 	}()
-	// Forget old deliveries and attempts every hour.
-	wg.Go(func() {
-		purge.Every(ctx, time.Hour, d.log, "webhook deliveries", func(ctx context.Context) (int, error) {
-			return d.db.PurgeDeliveries(ctx, time.Now().Add(-d.opts.Retention).UnixMilli())
-		})
-	})
 
 	workers := map[string]*worker{}
 	refresh := time.NewTicker(5 * time.Second)

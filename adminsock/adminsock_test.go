@@ -1,14 +1,18 @@
-package server
+package adminsock
 
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,12 +67,12 @@ func mustNotExist(t *testing.T, path string) {
 func TestListenAdminFallbackFolder(t *testing.T) {
 	tmp := testkit.SharedTempDir(t)
 	dir := longDataDir(t)
-	sock := AdminSocketPath(dir)
+	sock := Path(dir)
 	folder := filepath.Dir(sock)
 	if filepath.Dir(folder) != tmp || len(sock) > maxSocketPath {
 		t.Fatalf("socket %s, want a short path in %s", sock, tmp)
 	}
-	l, err := ListenAdmin(dir, quiet)
+	l, err := Listen(dir, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,12 +84,12 @@ func TestListenAdminFallbackFolder(t *testing.T) {
 	if err != nil || fi.Mode().Type() != fs.ModeSocket || fi.Mode().Perm() != 0o600 {
 		t.Errorf("socket %s: %v %v", sock, fi.Mode(), err)
 	}
-	if _, err := ListenAdmin(dir, quiet); err == nil || !strings.Contains(err.Error(), "another daemon is already serving") {
+	if _, err := Listen(dir, quiet); err == nil || !strings.Contains(err.Error(), "another daemon is already serving") {
 		t.Errorf("second daemon: %v", err)
 	}
 	l.Close()
 	// The next start takes the folder this one left.
-	l, err = ListenAdmin(dir, quiet)
+	l, err = Listen(dir, quiet)
 	if err != nil {
 		t.Fatalf("restart: %v", err)
 	}
@@ -138,15 +142,15 @@ func TestListenAdminMovesFromPlantedFolder(t *testing.T) {
 			}
 			tmp := testkit.SharedTempDir(t)
 			dir := longDataDir(t)
-			usual := AdminSocketPath(dir)
+			usual := Path(dir)
 			folder := filepath.Dir(usual)
 			inside := tt.plant(t, folder)
 			var logs testkit.LogBuffer
-			l, err := ListenAdmin(dir, slog.New(slog.NewTextHandler(&logs, nil)))
+			l, err := Listen(dir, slog.New(slog.NewTextHandler(&logs, nil)))
 			if err != nil {
 				t.Fatalf("the daemon did not start: %v", err)
 			}
-			sock := AdminSocketPath(dir)
+			sock := Path(dir)
 			moved := filepath.Dir(sock)
 			if sock == usual || filepath.Dir(moved) != tmp || !strings.HasPrefix(moved, folder+"-") || len(sock) > maxSocketPath {
 				t.Fatalf("the CLI looks for the socket at %s", sock)
@@ -172,10 +176,10 @@ func TestListenAdminMovesFromPlantedFolder(t *testing.T) {
 			}
 
 			l.Close()
-			if l, err = ListenAdmin(dir, quiet); err != nil {
+			if l, err = Listen(dir, quiet); err != nil {
 				t.Fatalf("restart: %v", err)
 			}
-			if again := AdminSocketPath(dir); again != sock {
+			if again := Path(dir); again != sock {
 				t.Errorf("after a restart the socket is at %s, not %s", again, sock)
 			}
 			l.Close()
@@ -183,11 +187,11 @@ func TestListenAdminMovesFromPlantedFolder(t *testing.T) {
 			if err := os.RemoveAll(folder); err != nil {
 				t.Fatal(err)
 			}
-			if l, err = ListenAdmin(dir, quiet); err != nil {
+			if l, err = Listen(dir, quiet); err != nil {
 				t.Fatalf("start without the planted folder: %v", err)
 			}
 			defer l.Close()
-			if back := AdminSocketPath(dir); back != usual {
+			if back := Path(dir); back != usual {
 				t.Errorf("without the planted folder the socket is at %s, not %s", back, usual)
 			}
 			mustNotExist(t, filepath.Join(dir, movedSocketNote))
@@ -217,7 +221,7 @@ func TestListenAdminChecksDataFolder(t *testing.T) {
 			if tt.uid >= 0 {
 				chown(t, dir, tt.uid)
 			}
-			l, err := ListenAdmin(dir, quiet)
+			l, err := Listen(dir, quiet)
 			if tt.want == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -254,7 +258,7 @@ func TestListenAdminUnderPrivateTmp(t *testing.T) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
 	}
-	mustNotExist(t, filepath.Dir(AdminSocketPath(dir)))
+	mustNotExist(t, filepath.Dir(Path(dir)))
 }
 
 func TestPrivateMount(t *testing.T) {
@@ -366,7 +370,7 @@ func probe(t *testing.T, path string) {
 }
 
 // The CLI sends nothing to a socket it cannot trust, and says why.
-func TestAdminClientRefusesUntrustedSocket(t *testing.T) {
+func TestDialRefusesUntrustedSocket(t *testing.T) {
 	ours := func(string) []int { return []int{os.Geteuid()} }
 	for _, tt := range []struct {
 		name     string
@@ -411,7 +415,7 @@ func TestAdminClientRefusesUntrustedSocket(t *testing.T) {
 			if tt.fallback {
 				dir = longDataDir(t)
 			}
-			sock := AdminSocketPath(dir)
+			sock := Path(dir)
 			if tt.fallback {
 				mkdir(t, filepath.Dir(sock), 0o700)
 			}
@@ -420,7 +424,7 @@ func TestAdminClientRefusesUntrustedSocket(t *testing.T) {
 				tt.setup(t, dir, sock)
 			}
 			var out struct{ OK bool }
-			err := newAdminClient(dir, tt.trust).Do(t.Context(), "GET", "/ping", nil, &out)
+			err := ping(t.Context(), dialer(dir, tt.trust), &out)
 			if tt.want == "" {
 				if err != nil || !out.OK {
 					t.Fatalf("request: %v %+v", err, out)
@@ -430,8 +434,8 @@ func TestAdminClientRefusesUntrustedSocket(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, ErrUntrustedSocket) {
-				t.Fatalf("err = %v, want ErrUntrustedSocket", err)
+			if !errors.Is(err, ErrUntrusted) {
+				t.Fatalf("err = %v, want ErrUntrusted", err)
 			}
 			for _, want := range []string{sock, tt.want, "nothing was sent"} {
 				if !strings.Contains(err.Error(), want) {
@@ -450,11 +454,33 @@ func TestAdminClientRefusesUntrustedSocket(t *testing.T) {
 }
 
 // Nothing there: the daemon is not running, as before.
-func TestAdminClientNoDaemon(t *testing.T) {
-	err := NewAdminClient(filepath.Join(t.TempDir(), "data")).Do(t.Context(), "GET", "/ping", nil, nil)
+func TestDialNoDaemon(t *testing.T) {
+	err := ping(t.Context(), Dialer(filepath.Join(t.TempDir(), "data")), nil)
 	if !errors.Is(err, ErrDaemonNotRunning) {
 		t.Errorf("err = %v, want ErrDaemonNotRunning", err)
 	}
+}
+
+// ping is the command line's request over the socket (client.Admin's):
+// GET /ping through dial, its JSON answer decoded into out, a failure to
+// dial reported without the request's URL.
+func ping(ctx context.Context, dial func(ctx context.Context, network, addr string) (net.Conn, error), out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, BaseURL+"/ping", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := (&http.Client{Transport: &http.Transport{DialContext: dial}}).Do(req)
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		return ue.Err
+	}
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
 }
 
 func TestTrustedUIDs(t *testing.T) {
@@ -526,21 +552,21 @@ func TestPeerUID(t *testing.T) {
 // itself and listens in it. The CLI refuses the folder; and when its owner
 // is changed to look right, the credentials of the process answering give
 // it away. Either way it receives nothing.
-func TestAdminClientRefusesAnotherUsersProcess(t *testing.T) {
+func TestDialRefusesAnotherUsersProcess(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("runs a process as another user through Linux credentials")
 	}
 	needRoot(t)
 	testkit.SharedTempDir(t)
 	dir := longDataDir(t)
-	sock := AdminSocketPath(dir)
+	sock := Path(dir)
 	lines := startAsNobody(t, "TestFakeDaemonProcess", "BLUELINE_TEST_FAKE_DAEMON="+sock)
 	if line := nextLine(t, lines); line != "listening" {
 		t.Fatalf("the impostor says %q", line)
 	}
-	client := NewAdminClient(dir)
+	dial := Dialer(dir)
 
-	err := client.Do(t.Context(), "GET", "/ping", nil, nil)
+	err := ping(t.Context(), dial, nil)
 	if want := fmt.Sprintf("its folder %s belongs to uid %d", filepath.Dir(sock), nobody); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v, want %q", err, want)
 	}
@@ -551,7 +577,7 @@ func TestAdminClientRefusesAnotherUsersProcess(t *testing.T) {
 
 	chown(t, filepath.Dir(sock), 0)
 	chown(t, sock, 0)
-	err = client.Do(t.Context(), "GET", "/ping", nil, nil)
+	err = ping(t.Context(), dial, nil)
 	if want := fmt.Sprintf("the process answering on it runs as uid %d", nobody); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v, want %q", err, want)
 	}
@@ -560,13 +586,13 @@ func TestAdminClientRefusesAnotherUsersProcess(t *testing.T) {
 	}
 }
 
-// TestFakeDaemonProcess is the impostor TestAdminClientRefusesAnotherUsersProcess
+// TestFakeDaemonProcess is the impostor TestDialRefusesAnotherUsersProcess
 // starts as another user: it makes the socket's folder, listens, and prints
 // the first line of each connection ("eof" when none came).
 func TestFakeDaemonProcess(t *testing.T) {
 	sock := os.Getenv("BLUELINE_TEST_FAKE_DAEMON")
 	if sock == "" {
-		t.Skip("run by TestAdminClientRefusesAnotherUsersProcess")
+		t.Skip("run by TestDialRefusesAnotherUsersProcess")
 	}
 	if err := os.Mkdir(filepath.Dir(sock), 0o700); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,6 @@
 //go:build !linux && !darwin
 
-package server
+package adminsock
 
 import "net"
 

@@ -1,20 +1,20 @@
-package server
+// Package adminsock is the admin socket's transport: where it is, and the
+// checks each end makes of the other before trusting it (the folder it is
+// in, the process at the other end). The daemon listens on it; the command
+// line dials it (client.Admin).
+package adminsock
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -52,22 +52,22 @@ import (
 // maxSocketPath keeps under macOS's 104-byte sun_path (Linux allows 108).
 const maxSocketPath = 100
 
-// ErrUntrustedSocket is the CLI refusing an admin socket that may not be
+// ErrUntrusted is the CLI refusing an admin socket that may not be
 // the daemon's: nothing was sent to it.
-var ErrUntrustedSocket = errors.New("refusing the admin socket")
+var ErrUntrusted = errors.New("refusing the admin socket")
 
-// AdminSocketPath is where the daemon with data folder dir listens. When the
+// Path is where the daemon with data folder dir listens. When the
 // folder's path is too long for a socket, it moves to a private folder under
 // the system's temporary directory, named after the data folder so that the
 // CLI finds the same one (or, when a folder of that name was there before
 // and is not the daemon's, the folder the data folder's movedSocketNote
 // names).
-func AdminSocketPath(dir string) string {
+func Path(dir string) string {
 	path, _ := adminSocket(dir)
 	return path
 }
 
-// adminSocket is AdminSocketPath, and whether it is in a folder under the
+// adminSocket is Path, and whether it is in a folder under the
 // temporary directory rather than the data folder.
 func adminSocket(dir string) (path string, fallback bool) {
 	p := filepath.Join(dir, "admin.sock")
@@ -110,16 +110,16 @@ func movedSocket(dir string) (string, bool) {
 	return p, ok
 }
 
-// ListenAdmin opens the admin socket for the data folder dir, after checking
+// Listen opens the admin socket for the data folder dir, after checking
 // that the folder it goes in is the daemon's own. A socket file left by a
 // daemon that died is replaced; one a live daemon answers on is not. A
 // moved socket (see the top of this file) is logged, as a warning, with
 // where it is.
-func ListenAdmin(dir string, log *slog.Logger) (net.Listener, error) {
+func Listen(dir string, log *slog.Logger) (net.Listener, error) {
 	return listenAdmin(dir, tempDirIsPrivate, log)
 }
 
-// listenAdmin is ListenAdmin; private tells whether a folder is hidden from
+// listenAdmin is Listen; private tells whether a folder is hidden from
 // other processes (systemd's PrivateTmp).
 func listenAdmin(dir string, private func(dir string) bool, log *slog.Logger) (net.Listener, error) {
 	path := filepath.Join(dir, "admin.sock")
@@ -381,10 +381,10 @@ func checkAdminSocket(path string, fallback bool, trusted []int) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("%w %s: %w", ErrUntrustedSocket, path, err)
+		return fmt.Errorf("%w %s: %w", ErrUntrusted, path, err)
 	}
 	refuse := func(format string, args ...any) error {
-		return fmt.Errorf("%w %s: %s; nothing was sent to it", ErrUntrustedSocket, path, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w %s: %s; nothing was sent to it", ErrUntrusted, path, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
@@ -403,7 +403,7 @@ func checkAdminSocket(path string, fallback bool, trusted []int) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("%w %s: %w", ErrUntrustedSocket, path, err)
+		return fmt.Errorf("%w %s: %w", ErrUntrusted, path, err)
 	}
 	switch {
 	case fi.Mode().Type() != fs.ModeSocket:
@@ -433,11 +433,11 @@ func dialAdmin(ctx context.Context, path string, fallback bool, trusted []int) (
 		// Only the socket file's owner was checked, above.
 	case err != nil:
 		c.Close()
-		return nil, fmt.Errorf("%w %s: the credentials of the process answering: %w", ErrUntrustedSocket, path, err)
+		return nil, fmt.Errorf("%w %s: the credentials of the process answering: %w", ErrUntrusted, path, err)
 	case !slices.Contains(trusted, uid):
 		c.Close()
 		return nil, fmt.Errorf("%w %s: the process answering on it runs as %s, while the CLI trusts only %s as the daemon's user; nothing was sent to it",
-			ErrUntrustedSocket, path, describeUID(uid), describeUIDs(trusted))
+			ErrUntrusted, path, describeUID(uid), describeUIDs(trusted))
 	}
 	return c, nil
 }
@@ -470,100 +470,31 @@ func describeUIDs(uids []int) string {
 	return strings.Join(names, " or ")
 }
 
-// AdminClient talks to a running daemon over its admin socket.
-type AdminClient struct {
-	socket string
-	http   *http.Client
-}
+// BaseURL is the base URL of requests over the admin socket: the socket is
+// what they reach, whatever the host.
+const BaseURL = "http://blueline"
 
 // ErrDaemonNotRunning is returned when nothing answers on the admin socket.
 var ErrDaemonNotRunning = errors.New("the daemon is not running")
 
-// NewAdminClient returns a client for the daemon with data folder dir. It
-// sends nothing to a socket that is not the daemon's (ErrUntrustedSocket).
-func NewAdminClient(dir string) *AdminClient {
-	return newAdminClient(dir, trustedUIDs)
+// Dialer connects to the admin socket of the daemon with data folder dir,
+// for an http.Transport's DialContext. It connects to no socket that may not
+// be the daemon's (ErrUntrusted), and reports a socket nobody answers on as
+// ErrDaemonNotRunning.
+func Dialer(dir string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return dialer(dir, trustedUIDs)
 }
 
-// newAdminClient is NewAdminClient; trust names the users accepted as the
-// daemon's.
-func newAdminClient(dir string, trust func(dataDir string) []int) *AdminClient {
+// dialer is Dialer; trust names the users accepted as the daemon's.
+func dialer(dir string, trust func(dataDir string) []int) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	socket, fallback := adminSocket(dir)
-	return &AdminClient{socket: socket, http: &http.Client{
-		Timeout: 30 * time.Second,
-		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return dialAdmin(ctx, socket, fallback, trust(dir))
-		}},
-	}}
-}
-
-// Do sends a request and decodes a successful answer into out. An answer in
-// the error shape comes back as *Error.
-func (c *AdminClient) Do(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		data, err := json.Marshal(in)
-		if err != nil {
-			return err
+	return func(ctx context.Context, _, _ string) (net.Conn, error) {
+		c, err := dialAdmin(ctx, socket, fallback, trust(dir))
+		if opErr, ok := errors.AsType[*net.OpError](err); ok && opErr.Op == "dial" {
+			return nil, fmt.Errorf("%w (no answer on %s): start it with `blueline serve`", ErrDaemonNotRunning, socket)
 		}
-		body = bytes.NewReader(data)
+		return c, err
 	}
-	req, err := http.NewRequestWithContext(ctx, method, AdminBaseURL+path, body)
-	if err != nil {
-		return err
-	}
-	resp, err := c.send(c.http, req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode >= 300 {
-		return answerError(resp, data)
-	}
-	if out == nil {
-		return nil
-	}
-	return json.Unmarshal(data, out)
-}
-
-// AdminBaseURL is the base URL of requests over the admin socket: the
-// socket is what they reach, whatever the host.
-const AdminBaseURL = "http://blueline"
-
-// HTTPClient is an HTTP client over the admin socket without a timeout of
-// its own, for the API the socket serves (/v1/…, as the host's operator:
-// see asHost) and its event stream. Requests go to AdminBaseURL.
-func (c *AdminClient) HTTPClient() *http.Client { return &http.Client{Transport: c.http.Transport} }
-
-// send makes a request, reporting a socket nobody answers on as
-// ErrDaemonNotRunning, and a socket refused as the refusal alone.
-func (c *AdminClient) send(client *http.Client, req *http.Request) (*http.Response, error) {
-	resp, err := client.Do(req)
-	if err != nil {
-		var urlErr *url.Error
-		if errors.Is(err, ErrUntrustedSocket) && errors.As(err, &urlErr) {
-			return nil, urlErr.Err
-		}
-		var opErr *net.OpError
-		if errors.As(err, &opErr) && opErr.Op == "dial" {
-			return nil, fmt.Errorf("%w (no answer on %s): start it with `blueline serve`", ErrDaemonNotRunning, c.socket)
-		}
-		return nil, err
-	}
-	return resp, nil
-}
-
-// answerError is the error an answer in the error shape (data) stands for.
-func answerError(resp *http.Response, data []byte) error {
-	var eb errorBody
-	if json.Unmarshal(data, &eb) != nil || eb.Error.Code == "" {
-		return fmt.Errorf("daemon answered %s", resp.Status)
-	}
-	return &Error{Status: resp.StatusCode, Type: eb.Error.Type, Code: eb.Error.Code, Message: eb.Error.Message, Param: eb.Error.Param}
 }
 
 // onUnixSocket runs f on the file descriptor of a Unix socket connection,

@@ -1,0 +1,174 @@
+package api
+
+// The admin socket's shapes: what the command line and the console send to and receive from the running daemon on this host (package admin), beside the API's own.
+
+// KeyRequest asks for a new API key.
+type KeyRequest struct {
+	Label  string   `json:"label"`
+	Scopes string   `json:"scopes"` // "all" or comma-separated
+	Lines  []string `json:"lines"`  // handles or line IDs; empty: every line
+	Owner  string   `json:"owner"`
+}
+
+// KeyInfo describes a key; Secret is set only when the key is created.
+type KeyInfo struct {
+	ID        string   `json:"id"`
+	Secret    string   `json:"key,omitempty"`
+	Hint      string   `json:"hint"` // sk_live_…wXyZ; "" for keys made before hints
+	Label     string   `json:"label"`
+	Scopes    []string `json:"scopes"`
+	Lines     []string `json:"lines"` // handles
+	Owner     string   `json:"owner"`
+	CreatedAt int64    `json:"created_at"`
+	// LastUsedAt is when the key last made a request, to the minute; 0
+	// for never.
+	LastUsedAt int64 `json:"last_used_at"`
+}
+
+// SimInbound is a message a simulated contact sends to a line.
+type SimInbound struct {
+	Line         string   `json:"line"`
+	From         string   `json:"from"`
+	Text         string   `json:"text"`
+	Chat         string   `json:"chat"`         // an existing chat (cht_…)
+	Group        string   `json:"group"`        // name of a new group chat
+	Participants []string `json:"participants"` // members of the new group
+	// Attach is the absolute path of a file to attach (a picture, a .vcf
+	// contact card…); Audio, of a voice memo, with its Transcription.
+	Attach        string  `json:"attach"`
+	Audio         string  `json:"audio"`
+	Transcription *string `json:"transcription"`
+}
+
+// SimReaction is a tapback a simulated contact adds or removes.
+type SimReaction struct {
+	Line    string `json:"line"`
+	From    string `json:"from"`
+	Message string `json:"message"` // msg_ ID or GUID
+	Type    string `json:"type"`
+	// Emoji is the tapback's emoji, with Type bridge.ReactionEmoji.
+	Emoji  string `json:"emoji"`
+	Remove bool   `json:"remove"`
+}
+
+// SimTyping is a simulated contact starting or stopping typing.
+type SimTyping struct {
+	Line  string `json:"line"`
+	From  string `json:"from"`
+	Chat  string `json:"chat"`  // a group chat (cht_…); default the one-to-one chat
+	State string `json:"state"` // "on" or "off"
+}
+
+// SimEdit is a simulated contact editing the text of a message it sent.
+type SimEdit struct {
+	Line    string `json:"line"`
+	From    string `json:"from"`
+	Message string `json:"message"` // msg_ ID or GUID
+	Text    string `json:"text"`
+}
+
+// SimUnsend is a simulated contact taking back a message it sent.
+type SimUnsend struct {
+	Line    string `json:"line"`
+	From    string `json:"from"`
+	Message string `json:"message"` // msg_ ID or GUID
+}
+
+// SimRead is a simulated contact reading what the line sent in their
+// one-to-one chat.
+type SimRead struct {
+	Line string `json:"line"`
+	From string `json:"from"`
+	// Message is the line's message read (msg_ ID or GUID); by default the
+	// line's latest message in the chat.
+	Message string `json:"message"`
+	// DeliveredOnly has the message reach the contact's device, unread.
+	DeliveredOnly bool `json:"delivered_only"`
+}
+
+// SimGroup is a change to a group chat, made by a member or by the line's
+// owner.
+type SimGroup struct {
+	Line string `json:"line"`
+	Chat string `json:"chat"` // a group chat (cht_…)
+	// By is the member who makes the change, or the line's own handle for
+	// the line's owner.
+	By string `json:"by"`
+	// Action is one of the bridge's Chat… changes. Participant is the
+	// member added or removed (the one who leaves is By); Name is a renamed
+	// chat's new name, "" to clear it.
+	Action      string `json:"action"`
+	Participant string `json:"participant"`
+	Name        string `json:"name"`
+}
+
+// WebhookInfo is a webhook as `blueline webhooks list` shows it.
+type WebhookInfo struct {
+	ID           string   `json:"id"`
+	Line         string   `json:"line"`
+	URL          string   `json:"url"`
+	Events       []string `json:"events"`
+	IsActive     bool     `json:"is_active"`
+	FailingSince int64    `json:"failing_since"`
+	CreatedAt    int64    `json:"created_at"`
+}
+
+// WebhookTestRequest asks for a test event; Event "" is the webhook's first.
+type WebhookTestRequest struct {
+	ID    string `json:"id"`
+	Event string `json:"event"`
+}
+
+// SessionInfo describes a signed-in dashboard browser.
+type SessionInfo struct {
+	ID        string `json:"id"`
+	Owner     string `json:"owner"`
+	Via       string `json:"via"`
+	CreatedAt int64  `json:"created_at"`
+	ExpiresAt int64  `json:"expires_at"`
+}
+
+// SandboxOwnerInfo is one owner's sandbox in `blueline sandbox`.
+type SandboxOwnerInfo struct {
+	Owner string `json:"owner"`
+	Sandbox
+}
+
+// SandboxInfo is what `blueline sandbox` prints: every owner's sandbox, the
+// owners of keys that have not started one included.
+type SandboxInfo struct {
+	Handle string             `json:"handle"`
+	LineID string             `json:"line_id"`
+	Owners []SandboxOwnerInfo `json:"owners"`
+}
+
+// SimAvailability is whether a handle is reachable on iMessage on the
+// simulated network, as `blueline sim availability` sets it.
+type SimAvailability struct {
+	Handle   string `json:"handle"`
+	IMessage bool   `json:"imessage"`
+}
+
+// Scopes are the permissions an API key can hold; each endpoint needs one.
+var Scopes = []string{
+	"messages:read", "messages:write", "chats:read", "lines:read",
+	"reactions:read", "reactions:write", "typing:read", "typing:write",
+	"receipts:read", "receipts:write", "webhooks:read", "webhooks:write",
+	"outbox:read", "files:read", "files:write",
+}
+
+// OwnerHeader, on the admin socket's API, makes a request act as that
+// owner's key rather than as the host's operator.
+const OwnerHeader = "Blueline-Owner"
+
+// Check is one input of the daemon's readiness (GET /readyz, the console):
+// the storage, a worker, a line's bridge.
+type Check struct {
+	Name string
+	OK   bool
+	// Reason says briefly why the check fails (shown only then).
+	Reason string
+	// Info is a note that does not affect readiness, such as whether a
+	// Messages line's helper is connected.
+	Info string
+}
