@@ -28,6 +28,7 @@ import (
 	"github.com/blueline-app/blueline/console"
 	"github.com/blueline-app/blueline/delivery"
 	"github.com/blueline-app/blueline/files"
+	"github.com/blueline-app/blueline/listener"
 	"github.com/blueline-app/blueline/mcpserver"
 	"github.com/blueline-app/blueline/metrics"
 	"github.com/blueline-app/blueline/purge"
@@ -51,7 +52,7 @@ type Daemon struct {
 	receiver *delivery.Receiver
 	api      *http.Server
 	apiAddr  net.Addr
-	tls      *server.TLS // serves api over HTTPS, when [tls] is on
+	tls      *listener.TLS // serves api over HTTPS, when [tls] is on
 	admin    *http.Server
 	stop     context.CancelFunc
 	finished chan struct{} // closed when the delivery worker and the bridges have stopped
@@ -221,19 +222,19 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	// of any one address, may hold only a share; heads of at most 64 KiB
 	// read within 10 s, bodies cut off when nothing arrives for
 	// body_idle_timeout.
-	connLimits := server.ConnLimits{Max: cfg.Limits.MaxConnections, TrustedProxies: cfg.Server.Proxies(), Log: log}
+	connLimits := listener.Limits{Max: cfg.Limits.MaxConnections, TrustedProxies: cfg.Server.Proxies(), Log: log}
 	if apiLn.tls != nil {
 		apiLn.tls.LimitConnections(connLimits)
 	} else {
-		apiLn.plain = server.LimitListener(apiLn.plain, connLimits)
+		apiLn.plain = listener.Limit(apiLn.plain, connLimits)
 	}
 	d := &Daemon{
 		log: log, db: db, lines: lines, sim: network, bridges: bridges, files: store, receiver: receiver,
 		apiAddr: apiLn.Addr(), tls: apiLn.tls,
 		api: &http.Server{
 			Handler:           srv.Handler(),
-			ConnContext:       server.ConnContext, // lets BodyIdleTimeout reach the connection
-			MaxHeaderBytes:    server.MaxHeaderBytes,
+			ConnContext:       listener.ConnContext, // lets BodyIdleTimeout reach the connection
+			MaxHeaderBytes:    listener.MaxHeaderBytes,
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       2 * time.Minute,
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),

@@ -8,21 +8,21 @@ import (
 	"path/filepath"
 
 	"github.com/blueline-app/blueline/config"
-	"github.com/blueline-app/blueline/server"
+	"github.com/blueline-app/blueline/listener"
 )
 
 // apiListener is where the API is served: plain HTTP on [server] listen, or
 // HTTPS with certificates from an ACME CA when [tls] lists domains.
 type apiListener struct {
 	plain net.Listener
-	tls   *server.TLS
+	tls   *listener.TLS
 }
 
 func listenAPI(cfg *config.Config, log *slog.Logger) (apiListener, error) {
 	if !cfg.TLS.Enabled() {
 		ln, err := net.Listen("tcp", cfg.Server.Listen)
 		if err != nil {
-			return apiListener{}, server.ListenError("[server] listen", cfg.Server.Listen, err)
+			return apiListener{}, listener.Error("[server] listen", cfg.Server.Listen, err)
 		}
 		return apiListener{plain: ln}, nil
 	}
@@ -31,7 +31,7 @@ func listenAPI(cfg *config.Config, log *slog.Logger) (apiListener, error) {
 	if err != nil {
 		return apiListener{}, err
 	}
-	s, err := server.ListenTLS(server.TLSOptions{
+	s, err := listener.ListenTLS(listener.TLSOptions{
 		Domains: t.Domains, Email: t.Email, CA: t.DirectoryURL(), TrustedRoots: roots,
 		HTTPListen: t.HTTPListen, HTTPSListen: t.HTTPSListen, StorageDir: filepath.Join(cfg.DataDir(), "certmagic"),
 		RenewCheckInterval: t.RenewCheck.Duration,

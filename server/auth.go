@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/blueline-app/blueline/listener"
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -58,7 +59,7 @@ var (
 func (s *Server) authenticate(r *http.Request) (storage.Key, error) {
 	k, err := s.keyFor(r.Context(), r.Header.Get("Authorization"))
 	if err == nil {
-		Authenticated(r)
+		listener.Authenticated(r)
 	}
 	return k, err
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge"
+	"github.com/blueline-app/blueline/listener"
 	"github.com/blueline-app/blueline/sse"
 	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/webhook"
@@ -82,7 +83,7 @@ type Options struct {
 	// (GET /metrics); nil counts nothing.
 	Metrics Metrics
 	// BodyIdleTimeout cuts off a request body that stops arriving for
-	// that long (see BodyIdleTimeout); 0 never does.
+	// that long (see listener.BodyIdleTimeout); 0 never does.
 	BodyIdleTimeout time.Duration
 	// Dashboard is served under /dashboard/ on the API listener; nil
 	// serves none.
@@ -179,7 +180,7 @@ func (s *Server) Handler() http.Handler {
 	}
 	// Inside withRequestID, so that a body cut off is logged and counted
 	// as the 408 it is answered with.
-	return s.withRequestID(BodyIdleTimeout(h, s.opts.BodyIdleTimeout, s.log), s.opts.Metrics)
+	return s.withRequestID(listener.BodyIdleTimeout(h, s.opts.BodyIdleTimeout, s.bodyStalled), s.opts.Metrics)
 }
 
 // api wraps a handler with authentication, the rate limit and a scope check.
