@@ -20,6 +20,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/listener"
 	"github.com/blueline-app/blueline/server"
 	"github.com/blueline-app/blueline/storage"
 )
@@ -106,7 +107,7 @@ func (c *Console) signedIn(h http.HandlerFunc) http.HandlerFunc {
 			c.render(w, r, http.StatusUnauthorized, "error", nil, page{Title: "Signed out", Error: "Your session has ended: sign in again."})
 			return
 		}
-		server.Authenticated(r)
+		listener.Authenticated(r)
 		if r.Method == http.MethodPost {
 			r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
 			if subtle.ConstantTimeCompare([]byte(r.PostFormValue("csrf")), []byte(s.CSRF)) != 1 {
@@ -145,7 +146,7 @@ func (c *Console) startSession(w http.ResponseWriter, r *http.Request, owner, vi
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: t, Path: "/dashboard/", HttpOnly: true,
 		Secure: c.secure(r), SameSite: http.SameSiteStrictMode, Expires: time.UnixMilli(s.ExpiresAt)})
-	server.Authenticated(r)
+	listener.Authenticated(r)
 	c.log.Info("dashboard sign-in", "session_id", s.ID, "owner", owner, "via", via, "client", c.client(r))
 	return nil
 }
@@ -196,7 +197,7 @@ const signInBodyLimit = 4 << 10
 // link always signs in: failures count against the address they come
 // from, and only slow down more failures and passwords. The body has
 // little room, and (like every request without a credential, see
-// server.BodyIdleTimeout) a few seconds in all to arrive.
+// listener.BodyIdleTimeout) a few seconds in all to arrive.
 func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, signInBodyLimit)
 	if err := r.ParseForm(); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/blueline-app/blueline/admin"
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/console"
+	"github.com/blueline-app/blueline/listener"
 	"github.com/blueline-app/blueline/mcpserver"
 	"github.com/blueline-app/blueline/metrics"
 	"github.com/blueline-app/blueline/server"
@@ -110,8 +111,8 @@ func (d *Daemon) servers(cfg *config.Config, o options, baseURL string, srv *ser
 	}
 	web = &http.Server{
 		Handler:           srv.Middleware(front),
-		ConnContext:       server.ConnContext, // lets BodyIdleTimeout reach the connection
-		MaxHeaderBytes:    server.MaxHeaderBytes,
+		ConnContext:       listener.ConnContext, // lets listener.BodyIdleTimeout reach the connection
+		MaxHeaderBytes:    listener.MaxHeaderBytes,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),

@@ -9,14 +9,14 @@ import (
 	"path/filepath"
 
 	"github.com/blueline-app/blueline/config"
-	"github.com/blueline-app/blueline/server"
+	"github.com/blueline-app/blueline/listener"
 )
 
 // apiListener is where the API is served: plain HTTP on [server] listen, or
 // HTTPS with certificates from an ACME CA when [tls] lists domains.
 type apiListener struct {
 	plain net.Listener
-	tls   *server.TLS
+	tls   *listener.TLS
 }
 
 // listenAPI binds the API's listener. It may face the internet: at most
@@ -25,20 +25,20 @@ type apiListener struct {
 // share; heads of at most 64 KiB read within 10 s, bodies cut off when
 // nothing arrives for body_idle_timeout.
 func listenAPI(cfg *config.Config, log *slog.Logger) (apiListener, error) {
-	limits := server.ConnLimits{Max: cfg.Limits.MaxConnections, TrustedProxies: cfg.Server.Proxies(), Log: log}
+	limits := listener.Limits{Max: cfg.Limits.MaxConnections, TrustedProxies: cfg.Server.Proxies(), Log: log}
 	if !cfg.TLS.Enabled() {
 		ln, err := net.Listen("tcp", cfg.Server.Listen)
 		if err != nil {
-			return apiListener{}, server.ListenError("[server] listen", cfg.Server.Listen, err)
+			return apiListener{}, listener.Error("[server] listen", cfg.Server.Listen, err)
 		}
-		return apiListener{plain: server.LimitListener(ln, limits)}, nil
+		return apiListener{plain: listener.Limit(ln, limits)}, nil
 	}
 	t := cfg.TLS
 	roots, err := cfg.TLSRoots()
 	if err != nil {
 		return apiListener{}, err
 	}
-	s, err := server.ListenTLS(server.TLSOptions{
+	s, err := listener.ListenTLS(listener.TLSOptions{
 		Domains: t.Domains, Email: t.Email, CA: t.DirectoryURL(), TrustedRoots: roots,
 		HTTPListen: t.HTTPListen, HTTPSListen: t.HTTPSListen, StorageDir: filepath.Join(cfg.DataDir(), "certmagic"),
 		RenewCheckInterval: t.RenewCheck.Duration,

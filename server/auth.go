@@ -14,6 +14,7 @@ import (
 	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/httpapi"
 
+	"github.com/blueline-app/blueline/listener"
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -55,7 +56,7 @@ var (
 func (s *Server) authenticate(r *http.Request) (storage.Key, error) {
 	k, err := s.keyFor(r.Context(), r.Header.Get("Authorization"))
 	if err == nil {
-		Authenticated(r)
+		listener.Authenticated(r)
 	}
 	return k, err
 }

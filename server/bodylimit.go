@@ -1,9 +1,13 @@
 package server
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/blueline-app/blueline/httpapi"
+	"github.com/blueline-app/blueline/listener"
 )
 
 // bodyOvershoot is how far past its limit a request body is read, and
@@ -30,4 +34,30 @@ func dropOvershoot(r *http.Request, read, limit int64) {
 
 func expectsContinue(r *http.Request) bool {
 	return strings.EqualFold(strings.TrimSpace(r.Header.Get("Expect")), "100-continue")
+}
+
+// bodyStalled answers a request whose body listener.BodyIdleTimeout cut
+// off: 408 request_timeout in the API's shape, with only the headers the
+// API's wrappers set for every answer (the request ID, CORS) kept of what
+// the handler set, and the connection closing, as nothing more can be read
+// from it.
+func (s *Server) bodyStalled(w http.ResponseWriter, r *http.Request, st listener.Stall) {
+	s.log.Debug("request body stalled", "method", r.Method, "path", r.URL.Path, "request_id", httpapi.RequestID(r.Context()), "idle", st.Idle)
+	if st.Answered {
+		return
+	}
+	h := w.Header()
+	for k := range h {
+		if k != "X-Request-Id" && !strings.HasPrefix(k, "Access-Control-") {
+			delete(h, k)
+		}
+	}
+	h.Set("Connection", "close")
+	msg := fmt.Sprintf("The request body stopped arriving: nothing came for %s ([limits] body_idle_timeout). "+
+		"Nothing was done; send the request again on a new connection.", st.Idle)
+	if st.Total > 0 {
+		msg = fmt.Sprintf("The request body did not arrive within %s, all a request without a valid credential has for it. "+
+			"Nothing was done; send the request again on a new connection.", st.Total)
+	}
+	httpapi.WriteError(w, r, s.log, httpapi.RequestTimeout(msg))
 }

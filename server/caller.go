@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/listener"
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -21,8 +22,11 @@ type callerKey struct{}
 //
 // In-process callers are not held to the per-key request limit: a console
 // page makes several requests, and the console's own sign-in is limited.
+// Nor is their body held to the total time the listener gives one that has
+// not authenticated, or its deadlines moved on the connection their context
+// may name, which is another request's (listener.InProcess).
 func WithCaller(ctx context.Context, k storage.Key) context.Context {
-	return context.WithValue(ctx, callerKey{}, k)
+	return listener.InProcess(context.WithValue(ctx, callerKey{}, k))
 }
 
 func inProcessCaller(ctx context.Context) (storage.Key, bool) {

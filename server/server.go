@@ -17,6 +17,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/listener"
 	"github.com/blueline-app/blueline/sse"
 	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/webhook"
@@ -58,7 +59,7 @@ type Options struct {
 	// Metrics counts the API's requests; nil counts nothing.
 	Metrics Metrics
 	// BodyIdleTimeout cuts off a request body that stops arriving for
-	// that long (see BodyIdleTimeout); 0 never does.
+	// that long (see listener.BodyIdleTimeout); 0 never does.
 	BodyIdleTimeout time.Duration
 	// StreamsPerKey is how many event streams (GET /v1/events) one API
 	// key may hold open at once ([limits] streams_per_key); more are
@@ -137,7 +138,7 @@ func (s *Server) Routes() http.Handler {
 // stops arriving (inside the ID, so that the cut is logged and counted as
 // the 408 it is answered with).
 func (s *Server) Middleware(next http.Handler) http.Handler {
-	return s.withRequestID(BodyIdleTimeout(next, s.opts.BodyIdleTimeout, s.log), s.opts.Metrics)
+	return s.withRequestID(listener.BodyIdleTimeout(next, s.opts.BodyIdleTimeout, s.bodyStalled), s.opts.Metrics)
 }
 
 // api wraps a handler with authentication, the rate limit and a scope check.

@@ -1,4 +1,4 @@
-package server
+package listener
 
 // Limits on what one client can make the daemon hold, for an API that may
 // face the internet: the size of a request's head, the number of open
@@ -10,19 +10,15 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/blueline-app/blueline/httpapi"
 )
 
 // HeaderLimit is the most bytes a request's head may take over HTTP/1.1:
@@ -40,8 +36,8 @@ const HeaderLimit = 64 << 10
 // against MaxHeaderBytes + 320: much the same limit.
 const MaxHeaderBytes = HeaderLimit - 4096
 
-// ConnLimits are what a LimitListener holds its connections to.
-type ConnLimits struct {
+// Limits are what Limit holds a listener's connections to.
+type Limits struct {
 	// Max is the most connections open at once (less than 1 means 1).
 	Max int
 	// TrustedProxies are the reverse proxies in front of the daemon: each
@@ -58,9 +54,9 @@ type ConnLimits struct {
 // body read before authenticating, is a few hundred bytes.
 const unauthenticatedTimeout = 5 * time.Second
 
-// LimitListener returns a listener that keeps at most l.Max of ln's
-// connections open at once. At the cap, Accept waits until one of them
-// is closed; new connections wait meanwhile in the kernel's accept queue
+// Limit returns a listener that keeps at most l.Max of ln's connections
+// open at once. At the cap, Accept waits until one of them is closed; new
+// connections wait meanwhile in the kernel's accept queue
 // (the listen backlog: somaxconn, 128 by default on macOS, 4096 on recent
 // Linux), and when that is full the kernel drops or refuses them. Clients
 // then see a slow connect or a timeout, and the daemon keeps its memory and
@@ -82,7 +78,7 @@ const unauthenticatedTimeout = 5 * time.Second
 //
 // Its connections also serve BodyIdleTimeout: while a request body is read
 // over HTTP/1.1, each read from the socket extends the read deadline.
-func LimitListener(ln net.Listener, l ConnLimits) net.Listener {
+func Limit(ln net.Listener, l Limits) net.Listener {
 	n := max(l.Max, 1)
 	log := l.Log
 	if log == nil {
@@ -330,8 +326,8 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	return context.WithValue(ctx, connKey{}, c)
 }
 
-// limitConnOf is the LimitListener connection r came on, under TLS or
-// not; nil if there is none (no ConnContext, another listener).
+// limitConnOf is the Limit connection r came on, under TLS or not; nil if
+// there is none (no ConnContext, another listener).
 func limitConnOf(r *http.Request) *limitConn {
 	c, _ := r.Context().Value(connKey{}).(net.Conn)
 	if tc, ok := c.(*tls.Conn); ok {
@@ -343,12 +339,12 @@ func limitConnOf(r *http.Request) *limitConn {
 
 // BodyIdleTimeout cuts off a request body that stops arriving: when no byte
 // of it comes for idle, reading it fails, and unless the handler had begun
-// its response the client is answered 408 request_timeout and the
-// connection is closed. A slow body that keeps moving is never cut off,
-// however long it takes: the clock restarts with every read from the
-// socket. idle <= 0 turns it off.
+// its response the client is answered by stalled (the API answers 408
+// request_timeout) and the connection is closed. A slow body that keeps
+// moving is never cut off, however long it takes: the clock restarts with
+// every read from the socket. idle <= 0 turns it off.
 //
-// Over HTTP/1.1 on a LimitListener connection (with ConnContext set), the
+// Over HTTP/1.1 on a Limit connection (with ConnContext set), the
 // connection extends its read deadline before each read from the socket,
 // so a chunked body whose one large chunk trickles in counts as moving.
 // Otherwise (HTTP/2, or another listener) each Read of the body extends the
@@ -360,11 +356,13 @@ func limitConnOf(r *http.Request) *limitConn {
 // anyone can send one, and the one such body the daemon reads, the
 // console's sign-in form, is small.
 //
-// The handler's error for the failed read (it sees a read error, whatever
-// it makes of it) is dropped and replaced with the 408. A body the handler
-// leaves unread, net/http reads on (at most 256 KiB) to keep the connection:
-// that gets one more idle interval in all, within the same total.
-func BodyIdleTimeout(next http.Handler, idle time.Duration, log *slog.Logger) http.Handler {
+// The handler's answer once its read has failed (it sees a read error,
+// whatever it makes of it) is dropped, so that stalled answers instead;
+// stalled is called after the handler returns, for every body cut off (see
+// Stall.Answered). A body the handler leaves unread, net/http reads on (at
+// most 256 KiB) to keep the connection: that gets one more idle interval in
+// all, within the same total.
+func BodyIdleTimeout(next http.Handler, idle time.Duration, stalled func(http.ResponseWriter, *http.Request, Stall)) http.Handler {
 	if idle <= 0 {
 		return next
 	}
@@ -375,11 +373,7 @@ func BodyIdleTimeout(next http.Handler, idle time.Duration, log *slog.Logger) ht
 		}
 		rc := http.NewResponseController(w)
 		b := &idleBody{ReadCloser: r.Body, idle: idle}
-		// An in-process request (the console's, the admin socket's) acts
-		// for a caller known already. Its context may still name the
-		// connection of the request that made it, whose deadlines are not
-		// its to move.
-		_, inProcess := inProcessCaller(r.Context())
+		inProcess, _ := r.Context().Value(inProcessKey{}).(bool)
 		if !inProcess {
 			b.until.Store(time.Now().Add(unauthenticatedTimeout).UnixNano())
 		}
@@ -405,26 +399,37 @@ func BodyIdleTimeout(next http.Handler, idle time.Duration, log *slog.Logger) ht
 		if !b.stalled.Load() {
 			return
 		}
-		id := w.Header().Get("X-Request-Id")
-		log.Debug("request body stalled", "method", r.Method, "path", r.URL.Path, "request_id", id, "idle", idle)
-		if iw.wrote {
-			return // too late: the handler's response stands (none of ours answers before reading)
-		}
-		h := w.Header()
-		for k := range h {
-			if k != "X-Request-Id" && !strings.HasPrefix(k, "Access-Control-") {
-				delete(h, k)
-			}
-		}
-		h.Set("Connection", "close")
-		msg := fmt.Sprintf("The request body stopped arriving: nothing came for %s ([limits] body_idle_timeout). "+
-			"Nothing was done; send the request again on a new connection.", idle)
+		s := Stall{Idle: idle, Answered: iw.wrote}
 		if b.cut.Load() {
-			msg = fmt.Sprintf("The request body did not arrive within %s, all a request without a valid credential has for it. "+
-				"Nothing was done; send the request again on a new connection.", unauthenticatedTimeout)
+			s.Total = unauthenticatedTimeout
 		}
-		httpapi.WriteError(w, r.WithContext(httpapi.WithRequestID(r.Context(), id)), log, httpapi.RequestTimeout(msg))
+		stalled(w, r, s)
 	})
+}
+
+// Stall is a request body BodyIdleTimeout cut off, as its stalled function
+// is told of it.
+type Stall struct {
+	// Idle is the idle interval: nothing of the body came for that long.
+	Idle time.Duration
+	// Total, when not 0, is all the time the body had, still arriving when
+	// it ran out: its request had not authenticated.
+	Total time.Duration
+	// Answered is set when the handler had begun its response before the
+	// body stalled (none of the API's answers before reading it): that
+	// response stands, and stalled must not write.
+	Answered bool
+}
+
+type inProcessKey struct{}
+
+// InProcess marks ctx as that of a request made within this process for a
+// caller known already (the console calling the API for its signed-in
+// user). Its context may still name the connection of the request that
+// made it, whose deadlines are not BodyIdleTimeout's to move, and its body
+// is not held to an unauthenticated request's total.
+func InProcess(ctx context.Context) context.Context {
+	return context.WithValue(ctx, inProcessKey{}, true)
 }
 
 // idleBody is a request body whose reads fail once it stops arriving.
@@ -454,7 +459,7 @@ func (b *idleBody) deadline(now time.Time) time.Time {
 }
 
 // Authenticated records that r carries a valid credential (an API key, a
-// console session): its connection leaves LimitListener's shares of
+// console session): its connection leaves Limit's shares of
 // unauthenticated connections for good, and its body is no longer held to
 // the total time of an unauthenticated one (see BodyIdleTimeout). Call it
 // before reading the body.

@@ -1,4 +1,4 @@
-package server
+package listener
 
 import (
 	"errors"
@@ -10,11 +10,12 @@ import (
 	"syscall"
 )
 
-// ListenError says why address, the setting named by setting, could not be
-// listened on (the API's, or with TLS its HTTPS and HTTP listeners), with the address once (net's own error repeats it) and what
-// to do about the usual causes: a port in use, or one below 1024 without
-// the privilege to bind it.
-func ListenError(setting, address string, err error) error {
+// Error says why address, the setting named by setting, could not be
+// listened on (the API's, or with TLS its HTTPS and HTTP listeners), with
+// the address once (net's own error repeats it) and what to do about the
+// usual causes: a port in use, or one below 1024 without the privilege to
+// bind it.
+func Error(setting, address string, err error) error {
 	cause := err
 	if oe, ok := errors.AsType[*net.OpError](err); ok {
 		cause = oe.Err

@@ -1,4 +1,4 @@
-package server
+package listener
 
 // Automatic HTTPS with certmagic. Not certmagic.HTTPS(): it blocks and
 // cannot be shut down. Here the certificates live in a Config of our own
@@ -75,11 +75,11 @@ func ListenTLS(opts TLSOptions, logger *slog.Logger) (_ *TLS, err error) {
 	}
 	t := &TLS{opts: opts, log: logger}
 	if t.httpsLn, err = net.Listen("tcp", opts.HTTPSListen); err != nil {
-		return nil, ListenError("[tls] https_listen", opts.HTTPSListen, err)
+		return nil, Error("[tls] https_listen", opts.HTTPSListen, err)
 	}
 	if t.httpLn, err = net.Listen("tcp", opts.HTTPListen); err != nil {
 		t.httpsLn.Close()
-		return nil, ListenError("[tls] http_listen", opts.HTTPListen, err)
+		return nil, Error("[tls] http_listen", opts.HTTPListen, err)
 	}
 	_, t.httpsPort, _ = net.SplitHostPort(t.httpsLn.Addr().String())
 
@@ -125,11 +125,11 @@ func (t *TLS) Addr() net.Addr { return t.httpsLn.Addr() }
 func (t *TLS) HTTPAddr() net.Addr { return t.httpLn.Addr() }
 
 // LimitConnections holds each of the HTTPS and HTTP listeners to l (see
-// LimitListener); a flood on the HTTP port then cannot keep the API from
-// being served. Call it before Serve.
-func (t *TLS) LimitConnections(l ConnLimits) {
-	t.httpsLn = LimitListener(t.httpsLn, l)
-	t.httpLn = LimitListener(t.httpLn, l)
+// Limit); a flood on the HTTP port then cannot keep the API from being
+// served. Call it before Serve.
+func (t *TLS) LimitConnections(l Limits) {
+	t.httpsLn = Limit(t.httpsLn, l)
+	t.httpLn = Limit(t.httpLn, l)
 }
 
 // Serve starts obtaining certificates (or loading them from storage) and

@@ -1,4 +1,4 @@
-package server
+package listener
 
 import (
 	"net"
@@ -10,7 +10,7 @@ import (
 
 // A port in use, or a low port without the privilege, names the address
 // once and says what to do; a low port's hint is about low ports.
-func TestListenError(t *testing.T) {
+func TestError(t *testing.T) {
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +36,7 @@ func TestListenError(t *testing.T) {
 		{"127.0.0.1:8080", denied("127.0.0.1:8080"), []string{"listen on 127.0.0.1:8080: permission denied: this user may not listen there"}, []string{"below 1024"}},
 	}
 	for _, c := range cases {
-		msg := ListenError("[server] listen", c.address, c.err).Error()
+		msg := Error("[server] listen", c.address, c.err).Error()
 		if strings.Count(msg, c.address) != 1 {
 			t.Errorf("%s: the address is not named once: %q", c.address, msg)
 		}
