@@ -31,7 +31,9 @@ type result struct {
 // procsSuffix is the -GOMAXPROCS the testing package appends to a name.
 var procsSuffix = regexp.MustCompile(`-\d+$`)
 
-// benchName turns "BenchmarkText/message-2" into "Text/message".
+// benchName turns the "BenchmarkText/message-2" of a result line into
+// "Text/message". (With GOMAXPROCS=1 there is no suffix, and a name ending
+// in "-<digits>" of its own would lose it: none of ours does.)
 func benchName(s string) string {
 	return strings.TrimPrefix(procsSuffix.ReplaceAllString(s, ""), "Benchmark")
 }
@@ -74,8 +76,9 @@ func parseBenchOutput(r io.Reader) ([]result, error) {
 		switch {
 		case len(fields) == 0:
 		case strings.HasPrefix(line, "--- FAIL: Benchmark"):
-			name := benchName(fields[2])
-			out = append(out, result{Name: name, Err: "FAIL"})
+			// A failure names the benchmark without the -GOMAXPROCS suffix:
+			// stripping one could cut a sub-benchmark's own "-64".
+			out = append(out, result{Name: strings.TrimPrefix(fields[2], "Benchmark"), Err: "FAIL"})
 		case strings.HasPrefix(line, "Benchmark"):
 			if ms, ok := parseFigures(fields[1:]); ok {
 				out = append(out, result{Name: benchName(fields[0]), Metrics: ms})

@@ -10,6 +10,11 @@
 // With -files it instead uploads and downloads one file of that size and
 // compares the daemon with cp on the same disk (see files.go).
 //
+//	go run ./bench all [-quick] [-only REGEXP] [-list]
+//
+// runs every benchmark of the project, this tool's two modes and every Go
+// benchmark listed in registry.go, and prints one markdown table (all.go).
+//
 // It seeds a temporary data folder through the same storage and delivery
 // code the daemon uses, builds the daemon binary, starts it on a free
 // loopback port, drives it over HTTP, stops it with SIGTERM and prints a
