@@ -107,15 +107,17 @@ type filesReport struct {
 
 // runFiles is the -files mode: one big file up and down through a real
 // daemon, against cp on the same disk.
-func runFiles(ctx context.Context, o options) error {
-	return inTempDir(o, func(root, tmp string) error { return filesIn(ctx, o, root, tmp) })
-}
-
-func filesIn(ctx context.Context, o options, root, tmp string) (err error) {
+// The report holds whatever was measured, even when err is not nil.
+func runFiles(ctx context.Context, o options) (*filesReport, error) {
 	r := &filesReport{size: o.files, rssAfterStart: rss{-1, -1}}
 	for _, t := range []*transfer{&r.up, &r.down} {
 		t.base, t.peak, t.daemonCPU = rss{-1, -1}, rss{-1, -1}, -1
 	}
+	err := inTempDir(o, func(root, tmp string) error { return filesIn(ctx, o, root, tmp, r) })
+	return r, err
+}
+
+func filesIn(ctx context.Context, o options, root, tmp string, r *filesReport) (err error) {
 
 	env, err := newEnv(tmp, o.workers)
 	if err != nil {
@@ -148,7 +150,7 @@ func filesIn(ctx context.Context, o options, root, tmp string) (err error) {
 		// Stop even when the run failed, so no daemon outlives the bench.
 		r.shutdown, r.shutdownErr = d.stop(15 * time.Second)
 		r.daemonLog = d.logTail(20)
-		r.print(os.Stdout)
+		r.print(o.out)
 	}()
 	r.rssAfterStart = rssOf(d.pid())
 	slog.Info("daemon ready", "pid", d.pid(), "addr", env.addr, "rss", r.rssAfterStart.String())

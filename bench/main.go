@@ -10,6 +10,11 @@
 // With -files it instead uploads and downloads one file of that size and
 // compares the daemon with cp on the same disk (see files.go).
 //
+//	go run ./bench all [-quick] [-only REGEXP] [-list]
+//
+// runs every benchmark of the project, this tool's two modes and every Go
+// benchmark listed in registry.go, and prints one markdown table (all.go).
+//
 // It seeds a temporary data folder through the same storage and delivery
 // code the daemon uses, builds the daemon binary, starts it on a free
 // loopback port, drives it over HTTP, stops it with SIGTERM and prints a
@@ -21,6 +26,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -42,27 +48,47 @@ type options struct {
 	workers  int
 	keep     bool
 	files    int64 // -files: bytes of the file to upload and download; 0 runs the message benchmarks
+	// out receives the detailed results: stdout alone, stderr under `all`,
+	// whose summary table owns stdout.
+	out io.Writer
 }
 
-func main() {
-	var o options
-	flag.DurationVar(&o.duration, "duration", 10*time.Second, "measured duration of each POST load, after the warm-up")
-	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "warm-up before each POST load is measured")
-	flag.IntVar(&o.clients, "clients", 64, "concurrent clients for the POST loads")
-	flag.IntVar(&o.big, "big", 1_000_000, "messages in the big chat")
-	flag.IntVar(&o.small, "small", 1000, "messages in the small chat (also the chat POSTs go to)")
-	flag.IntVar(&o.gets, "gets", 2000, "sequential GET requests per chat")
-	flag.IntVar(&o.seeders, "seeders", 64, "goroutines recording seed messages (bbolt group-commits them)")
-	flag.DurationVar(&o.drain, "drain", 2*time.Minute, "how long to wait for the delivery worker to send the POSTed backlog")
-	flag.IntVar(&o.workers, "workers", 0, "the daemon's [delivery] workers; 0 keeps the daemon's default")
-	flag.BoolVar(&o.keep, "keep", false, "keep the temporary folder (data, config, daemon log, binary)")
-	flag.Func("files", "instead of the message benchmarks, upload and download one file of this `size` (1GiB, 512MiB, 100MB, bytes)", func(s string) (err error) {
+// parseOptions reads the load tool's flags into fs; `all` reads each
+// registry entry's flags with it too, so both take the same arguments.
+func parseOptions(args []string, fs *flag.FlagSet) (options, error) {
+	o := options{out: os.Stdout}
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "measured duration of each POST load, after the warm-up")
+	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "warm-up before each POST load is measured")
+	fs.IntVar(&o.clients, "clients", 64, "concurrent clients for the POST loads")
+	fs.IntVar(&o.big, "big", 1_000_000, "messages in the big chat")
+	fs.IntVar(&o.small, "small", 1000, "messages in the small chat (also the chat POSTs go to)")
+	fs.IntVar(&o.gets, "gets", 2000, "sequential GET requests per chat")
+	fs.IntVar(&o.seeders, "seeders", 64, "goroutines recording seed messages (bbolt group-commits them)")
+	fs.DurationVar(&o.drain, "drain", 2*time.Minute, "how long to wait for the delivery worker to send the POSTed backlog")
+	fs.IntVar(&o.workers, "workers", 0, "the daemon's [delivery] workers; 0 keeps the daemon's default")
+	fs.BoolVar(&o.keep, "keep", false, "keep the temporary folder (data, config, daemon log, binary)")
+	fs.Func("files", "instead of the message benchmarks, upload and download one file of this `size` (1GiB, 512MiB, 100MB, bytes)", func(s string) (err error) {
 		o.files, err = parseSize(s)
 		return err
 	})
-	flag.Parse()
-	if flag.NArg() > 0 || o.clients < 1 || o.small < 1 || o.big < 1 || o.gets < 2 || o.seeders < 1 || o.workers < 0 || o.duration <= 0 || o.warmup < 0 {
-		fmt.Fprintln(os.Stderr, "bench: bad arguments; want positive -clients, -small, -big, -seeders, -duration and -gets >= 2")
+	if err := fs.Parse(args); err != nil {
+		return o, fmt.Errorf("flags: %w", err)
+	}
+	if fs.NArg() > 0 || o.clients < 1 || o.small < 1 || o.big < 1 || o.gets < 2 || o.seeders < 1 || o.workers < 0 || o.duration <= 0 || o.warmup < 0 {
+		return o, errors.New("bad arguments; want positive -clients, -small, -big, -seeders, -duration and -gets >= 2")
+	}
+	return o, nil
+}
+
+func main() {
+	// `all` is a subcommand so that `go run ./bench` with flags alone keeps
+	// doing what it always did.
+	if len(os.Args) > 1 && os.Args[1] == "all" {
+		os.Exit(mainAll(os.Args[2:]))
+	}
+	o, err := parseOptions(os.Args[1:], flag.CommandLine)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -71,11 +97,10 @@ func main() {
 	// Ctrl-C still runs the deferred cleanup: the daemon is stopped and the
 	// temporary folder removed.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	var err error
 	if o.files > 0 {
-		err = runFiles(ctx, o)
+		_, err = runFiles(ctx, o)
 	} else {
-		err = run(ctx, o)
+		_, err = run(ctx, o)
 	}
 	stop()
 	if err != nil {
@@ -128,13 +153,16 @@ func inTempDir(o options, fn func(root, tmp string) error) (err error) {
 	return fn(root, tmp)
 }
 
-func run(ctx context.Context, o options) error {
-	return inTempDir(o, func(root, tmp string) error { return runMessages(ctx, o, root, tmp) })
-}
-
-func runMessages(ctx context.Context, o options, root, tmp string) (err error) {
+// run is the message benchmarks; the report holds whatever was measured,
+// even when err is not nil.
+func run(ctx context.Context, o options) (*report, error) {
 	// Figures stay "unknown" (-1) if the run fails before taking them.
 	r := &report{opts: o, rssAfterStart: rss{-1, -1}, rssAfterLoad: rss{-1, -1}, dbAfterSeed: -1, dbAfterLoad: -1}
+	err := inTempDir(o, func(root, tmp string) error { return runMessages(ctx, o, root, tmp, r) })
+	return r, err
+}
+
+func runMessages(ctx context.Context, o options, root, tmp string, r *report) (err error) {
 
 	env, err := newEnv(tmp, o.workers)
 	if err != nil {
@@ -166,7 +194,7 @@ func runMessages(ctx context.Context, o options, root, tmp string) (err error) {
 		r.shutdown, r.shutdownErr = d.stop(15 * time.Second)
 		r.daemonLog = d.logTail(20)
 		r.dbAfterLoad = fileSize(env.dbPath())
-		r.print(os.Stdout)
+		r.print(o.out)
 	}()
 	r.rssAfterStart = rssOf(d.pid())
 	slog.Info("daemon ready", "pid", d.pid(), "addr", env.addr, "rss", r.rssAfterStart.String())

@@ -110,7 +110,7 @@ func BenchmarkMessagesICloudFlood(b *testing.B) {
 	}
 
 	var write, settle, cpu time.Duration
-	var events, twins, planned int
+	var events, twins, planned, history int
 	var heapPeakMiB, heapAfterMiB, rssPeakMiB float64
 	b.ResetTimer()
 	for k := range b.N {
@@ -150,6 +150,7 @@ func BenchmarkMessagesICloudFlood(b *testing.B) {
 		got := all.count() - n0 - 1 + four.count() - m0 - 1
 		events += got
 		twins += int(h.twins - h0.twins)
+		history += int(h.history - h0.history)
 		planned += plan.twins
 		b.Logf("flood %d: %d rows written in %s, settled %s later (%d taken as history, %d twins of %d planned, %d screened); "+
 			"%s CPU; heap %.1f MiB before, peak %.1f, after %.1f; RSS %.1f MiB at the commit, peak %.1f; %d webhook deliveries besides the sentinel's",
@@ -175,6 +176,7 @@ func BenchmarkMessagesICloudFlood(b *testing.B) {
 	b.ReportMetric(settle.Seconds()/n, "settle-s")
 	b.ReportMetric(float64(floodRows)*n/settle.Seconds(), "rows/s")
 	b.ReportMetric(float64(events), "flood-events")
+	b.ReportMetric(float64(history)/n, "history-rows")
 	b.ReportMetric(float64(twins)/n, "twins")
 	b.ReportMetric(cpu.Seconds()/n, "cpu-s")
 	b.ReportMetric(heapPeakMiB, "heap-peak-MiB")
