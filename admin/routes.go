@@ -109,7 +109,7 @@ func (a *Admin) Handler() http.Handler {
 		httpapi.WriteError(w, req, a.log, httpapi.NotFound("route_not_found", "", "No admin route %s %s.", req.Method, req.URL.Path))
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		id := storage.NewID("req_")
+		id := httpapi.NewRequestID()
 		w.Header().Set("X-Request-Id", id)
 		r.ServeHTTP(w, req.WithContext(httpapi.WithRequestID(req.Context(), id)))
 	})

@@ -1,6 +1,8 @@
 package api
 
-// The admin socket's shapes: what the command line and the console send to and receive from the running daemon on this host (package admin), beside the API's own.
+// The admin socket's shapes: what the command line and the console send to
+// and receive from the running daemon on this host (package admin), beside
+// the API's own.
 
 // KeyRequest asks for a new API key.
 type KeyRequest struct {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/handle"
+	"github.com/blueline-app/blueline/storage"
 )
 
 // Error is an API error in the spec's shape. Handlers return one; writeError
@@ -196,6 +197,10 @@ const InvalidKeyCode = "invalid_api_key"
 func RetrySeconds(d time.Duration) int { return max(1, int(math.Ceil(d.Seconds()))) }
 
 type requestIDKey struct{}
+
+// NewRequestID is a fresh request ID (req_…), which the answer's
+// X-Request-Id header and error body carry.
+func NewRequestID() string { return storage.NewID("req_") }
 
 // WithRequestID is ctx carrying the request's ID, which answers and logs
 // name.

@@ -18,6 +18,9 @@ import (
 	"github.com/blueline-app/blueline/storage"
 )
 
+// apiKeyKey carries the request's API key in its context.
+type apiKeyKey struct{}
+
 const (
 	keyPrefix  = "sk_live_"
 	keyLen     = 40 // random base62 characters after the prefix: ~238 bits
@@ -87,7 +90,7 @@ func hasScope(k storage.Key, scope string) bool { return slices.Contains(k.Scope
 const anyScope = ""
 
 func apiKey(ctx context.Context) storage.Key {
-	k, _ := ctx.Value(apiKeyKey).(storage.Key)
+	k, _ := ctx.Value(apiKeyKey{}).(storage.Key)
 	return k
 }
 

@@ -173,7 +173,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, scope string, 
 	if scope != anyScope && !hasScope(key, scope) {
 		return errInsufficientScope(scope)
 	}
-	return h(w, r.WithContext(context.WithValue(r.Context(), apiKeyKey, key)))
+	return h(w, r.WithContext(context.WithValue(r.Context(), apiKeyKey{}, key)))
 }
 
 func (s *Server) errRateLimited(wait time.Duration) *httpapi.Error {
@@ -188,7 +188,7 @@ func errInsufficientScope(scope string) *httpapi.Error {
 // counts it.
 func (s *Server) withRequestID(next http.Handler, m Metrics) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := newRequestID()
+		id := httpapi.NewRequestID()
 		w.Header().Set("X-Request-Id", id)
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
