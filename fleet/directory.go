@@ -95,7 +95,10 @@ func (d *Directory) Refresh(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("fleet: line ID %q cannot be a directory key", e.Line))
 			continue
 		}
-		err := retry(ctx, d.n.opts.AttemptTimeout, func(ctx context.Context) error {
+		// A Get can lag a write made elsewhere, so a Create that finds the
+		// key, or an Update that finds a newer revision, reads it again.
+		raced := func(err error) bool { return transient(err) || errors.Is(err, ErrExists) || errors.Is(err, ErrConflict) }
+		err := retryIf(ctx, d.n.opts.AttemptTimeout, func(ctx context.Context) error {
 			cur, err := d.bucket.Get(ctx, e.Line)
 			switch {
 			case errors.Is(err, ErrNotFound):
@@ -109,7 +112,7 @@ func (d *Directory) Refresh(ctx context.Context) error {
 			}
 			_, err = d.bucket.Update(ctx, e.Line, e, cur.Revision)
 			return err
-		})
+		}, raced)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -118,29 +121,45 @@ func (d *Directory) Refresh(ctx context.Context) error {
 }
 
 // Release deletes this node's entry of line (the line left the node),
-// unless another node has it.
+// unless another node has it. A read that lags a write is retried.
 func (d *Directory) Release(ctx context.Context, line string) error {
-	cur, err := d.bucket.Get(ctx, line)
-	if errors.Is(err, ErrNotFound) {
-		return nil
+	var err error
+	for range 5 {
+		var cur Entry[LineEntry]
+		cur, err = d.bucket.Get(ctx, line)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if cur.Value.Node != d.n.opts.Node {
+			return fmt.Errorf("%w: line %s is under node %q", ErrLineClaimed, line, cur.Value.Node)
+		}
+		if err = d.bucket.Delete(ctx, line, cur.Revision); !errors.Is(err, ErrConflict) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	if err != nil {
-		return err
-	}
-	if cur.Value.Node != d.n.opts.Node {
-		return fmt.Errorf("%w: line %s is under node %q", ErrLineClaimed, line, cur.Value.Node)
-	}
-	return d.bucket.Delete(ctx, line, cur.Revision)
+	return err
 }
 
-// Run refreshes every Interval (and once at once) until ctx ends or the
-// node closes, logging failures.
-func (d *Directory) Run(ctx context.Context) {
+// Run refreshes every Interval (and once at once) until ctx ends, stop is
+// called or the node closes, logging failures. stop waits for the loop to
+// end.
+func (d *Directory) Run(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	if !d.n.onClose(func() { cancel(); <-done }) {
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	if !d.n.onClose(stop) {
 		cancel()
-		return
+		close(done)
+		return stop
 	}
 	go func() {
 		defer close(done)
@@ -157,6 +176,7 @@ func (d *Directory) Run(ctx context.Context) {
 			}
 		}
 	}()
+	return stop
 }
 
 // Lookup reads line's entry (ErrNotFound when no node has it). Like every

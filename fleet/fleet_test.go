@@ -89,7 +89,7 @@ func startTestCluster(dir string, n int, tweak func(i int, o *Options)) (*testCl
 				Node: name, Secret: testSecret, Prefix: "bl",
 				Listen: "127.0.0.1:0", Cluster: fmt.Sprintf("127.0.0.1:%d", ports[i]), Routes: routes,
 				StoreDir: fmt.Sprintf("%s/try%d/%s", dir, try, name), StartTimeout: 20 * time.Second, EventsMaxBytes: 64 << 20,
-				Logger: slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelInfo})),
+				Logger: slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})),
 			}
 			if tweak != nil {
 				tweak(i, &o)
@@ -618,10 +618,9 @@ func TestDirectory(t *testing.T) {
 
 	// Run refreshes on its own, every Interval.
 	dirA.o.Interval = 50 * time.Millisecond
-	runCtx, stop := context.WithCancel(context.Background())
-	defer stop()
 	advance(time.Hour)
-	dirA.Run(runCtx)
+	stop := dirA.Run(context.Background())
+	defer stop()
 	testkit.Eventually(t, 2*time.Second, func() bool {
 		e, err := dirB.Lookup(ctx, "lin_dir1")
 		return err == nil && e.Value.UpdatedAt.Equal(clock())

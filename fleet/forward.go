@@ -185,7 +185,7 @@ func (n *Node) serveOne(base context.Context, h Handler, m *nats.Msg) {
 	out := nats.NewMsg(m.Reply)
 	out.Header.Set(hdrStatus, strconv.Itoa(resp.Status))
 	for k, vs := range resp.Header {
-		out.Header[hdrHTTP+k] = vs
+		out.Header[hdrHTTP+http.CanonicalHeaderKey(k)] = vs
 	}
 	out.Data = resp.Body
 	if len(resp.Body) > n.MaxBody() {
@@ -266,7 +266,7 @@ func (n *Node) Forward(ctx context.Context, node string, req Request) (Response,
 	resp := Response{Status: status, Header: http.Header{}, Body: reply.Data}
 	for k, vs := range reply.Header {
 		if name, ok := strings.CutPrefix(k, hdrHTTP); ok {
-			resp.Header[name] = vs
+			resp.Header[http.CanonicalHeaderKey(name)] = vs
 		}
 	}
 	return resp, nil

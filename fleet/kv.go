@@ -50,9 +50,14 @@ var (
 
 // provision creates or updates every bucket and the events stream, as every
 // node does at start (concurrently: CreateOrUpdate makes that harmless).
+// The assets are provisioned in parallel: a replicated one answers only
+// once its own group has a leader, which can take longer than one attempt.
 func (n *Node) provision(ctx context.Context) error {
 	o := n.opts
-	for _, b := range bucketSpecs {
+	kvs := make([]jetstream.KeyValue, len(bucketSpecs))
+	errs := make([]error, len(bucketSpecs)+1)
+	var wg sync.WaitGroup
+	for i, b := range bucketSpecs {
 		cfg := jetstream.KeyValueConfig{
 			Bucket:       o.Prefix + "_" + b.name,
 			History:      b.history,
@@ -64,15 +69,15 @@ func (n *Node) provision(ctx context.Context) error {
 		if b.marker {
 			cfg.LimitMarkerTTL = time.Minute
 		}
-		var kv jetstream.KeyValue
-		err := retry(ctx, o.AttemptTimeout, func(ctx context.Context) (err error) {
-			kv, err = n.js.CreateOrUpdateKeyValue(ctx, cfg)
-			return err
+		wg.Go(func() {
+			err := retry(ctx, o.AttemptTimeout, func(ctx context.Context) (err error) {
+				kvs[i], err = n.js.CreateOrUpdateKeyValue(ctx, cfg)
+				return err
+			})
+			if err != nil {
+				errs[i] = n.provisionError("bucket "+cfg.Bucket, err)
+			}
 		})
-		if err != nil {
-			return n.provisionError("bucket "+cfg.Bucket, err)
-		}
-		n.buckets[b.name] = kv
 	}
 	scfg := jetstream.StreamConfig{
 		Name:       o.Prefix + "_events",
@@ -89,12 +94,21 @@ func (n *Node) provision(ctx context.Context) error {
 		// leader, not from a replica that may lag behind the last ack.
 		AllowDirect: false,
 	}
-	err := retry(ctx, o.AttemptTimeout, func(ctx context.Context) (err error) {
-		n.events, err = n.js.CreateOrUpdateStream(ctx, scfg)
-		return err
+	wg.Go(func() {
+		err := retry(ctx, o.AttemptTimeout, func(ctx context.Context) (err error) {
+			n.events, err = n.js.CreateOrUpdateStream(ctx, scfg)
+			return err
+		})
+		if err != nil {
+			errs[len(bucketSpecs)] = n.provisionError("stream "+scfg.Name, err)
+		}
 	})
-	if err != nil {
-		return n.provisionError("stream "+scfg.Name, err)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for i, b := range bucketSpecs {
+		n.buckets[b.name] = kvs[i]
 	}
 	return nil
 }

@@ -300,6 +300,11 @@ func (n *Node) forwardSubject(node string) string {
 // one long wait, since JetStream leaves calls unanswered while it elects
 // its leaders.
 func retry(ctx context.Context, attempt time.Duration, f func(ctx context.Context) error) error {
+	return retryIf(ctx, attempt, f, transient)
+}
+
+// retryIf is retry with again telling which errors are worth another try.
+func retryIf(ctx context.Context, attempt time.Duration, f func(ctx context.Context) error, again func(error) bool) error {
 	wait := 25 * time.Millisecond
 	for {
 		actx, cancel := context.WithTimeout(ctx, attempt)
@@ -308,7 +313,7 @@ func retry(ctx context.Context, attempt time.Duration, f func(ctx context.Contex
 		if err == nil {
 			return nil
 		}
-		if ctx.Err() != nil || !transient(err) {
+		if ctx.Err() != nil || !again(err) {
 			return err
 		}
 		select {
