@@ -97,7 +97,9 @@ func (d *Directory) Refresh(ctx context.Context) error {
 		}
 		// A Get can lag a write made elsewhere, so a Create that finds the
 		// key, or an Update that finds a newer revision, reads it again.
-		raced := func(err error) bool { return transient(err) || errors.Is(err, ErrExists) || errors.Is(err, ErrConflict) }
+		raced := func(err error) bool {
+			return transient(err) || errors.Is(err, ErrExists) || errors.Is(err, ErrConflict)
+		}
 		err := retryIf(ctx, d.n.opts.AttemptTimeout, func(ctx context.Context) error {
 			cur, err := d.bucket.Get(ctx, e.Line)
 			switch {
