@@ -727,3 +727,16 @@ func TestOptionsRefused(t *testing.T) {
 		}
 	}
 }
+
+// Two nodes cannot hold three replicas: Start fails when its time is up,
+// and says why.
+func TestTwoNodesRefused(t *testing.T) {
+	_, err := startTestCluster(t.TempDir(), 2, func(i int, o *Options) { o.StartTimeout = 1500 * time.Millisecond })
+	if err == nil {
+		t.Fatal("a fleet of two nodes started")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "JetStream knows 2 peers") || !strings.Contains(msg, "a fleet of two cannot keep a majority") {
+		t.Errorf("error %.600s\nsays neither how many peers there are nor why two do not do", msg)
+	}
+}

@@ -368,9 +368,14 @@ func (l *natsLogger) Fatalf(format string, v ...any) {
 }
 
 func (l *natsLogger) at(level slog.Level, format string, v []any) {
-	// Harmless: the passwords are derived and held in memory only.
-	if strings.HasPrefix(format, "Plaintext passwords detected") {
+	switch {
+	case strings.HasPrefix(format, "Plaintext passwords detected"):
+		// Harmless: the passwords are derived and held in memory only.
 		level = slog.LevelDebug
+	case strings.HasPrefix(format, "Error trying to connect to route"):
+		// Every node that starts before its peers says so; a peer that
+		// stays away is reported every ReconnectErrorReports attempts.
+		level = min(level, slog.LevelWarn)
 	}
 	if !l.log.Enabled(context.Background(), level) {
 		return
