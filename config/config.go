@@ -37,7 +37,77 @@ type Config struct {
 	Log       Log       `toml:"log"`
 	TLS       TLS       `toml:"tls"`
 	Dashboard Dashboard `toml:"dashboard"`
+	Fleet     Fleet     `toml:"fleet"`
 }
+
+// Fleet makes this host one node of several serving one API, over NATS
+// JetStream: an embedded NATS server clustered with the other nodes'
+// (listen, cluster, routes), or an existing NATS reached at URL. With every
+// setting at its default the fleet is off and nothing of it is started; On
+// reports which. The fleet package does the work; daemon hands it these
+// values.
+type Fleet struct {
+	// Node is this host's name in the fleet: unique, and stable forever
+	// (it is the JetStream peer's identity).
+	Node string `toml:"node"`
+	// Listen is the embedded server's client port, on loopback only: other
+	// hosts come in through the cluster port. Port 0 takes a free port.
+	Listen string `toml:"listen"`
+	// Cluster is where the embedded server accepts routes from the other
+	// nodes, host:port; "" runs it alone (a fleet of one host). Port 0
+	// takes a free port (tests only: the others must know it).
+	Cluster string `toml:"cluster"`
+	// Routes are the other nodes' cluster ports, as nats://host:port (this
+	// node's own may be listed too, so every node can share one list).
+	Routes []string `toml:"routes"`
+	// Secret is shared by the fleet: the embedded server's clients and
+	// routes authenticate with passwords derived from it.
+	Secret string `toml:"secret"`
+	// URL is an existing NATS with JetStream to use instead of an embedded
+	// server: "nats://user:pass@host:4222" (several comma-separated).
+	URL string `toml:"url"`
+	// TLSCert, TLSKey and TLSCA are PEM files: this node's certificate and
+	// key, and the fleet's CA, for mutual TLS on the routes (or, with URL,
+	// towards that NATS).
+	TLSCert string `toml:"tls_cert"`
+	TLSKey  string `toml:"tls_key"`
+	TLSCA   string `toml:"tls_ca"`
+}
+
+// On reports whether this host is a node of a fleet.
+func (f Fleet) On() bool { return f.Node != "" }
+
+// Embedded reports whether the node runs its own NATS server (rather than
+// connecting to URL).
+func (f Fleet) Embedded() bool { return f.On() && f.URL == "" }
+
+// TLSFiles reports whether tls_cert, tls_key and tls_ca are set (check
+// refuses one without the others).
+func (f Fleet) TLSFiles() bool { return f.TLSCert != "" && f.TLSKey != "" && f.TLSCA != "" }
+
+// Fleet route TLS sources, as FleetRouteTLS reports them.
+const (
+	FleetTLSNone  = ""      // plain TCP: loopback routes only
+	FleetTLSFiles = "files" // [fleet] tls_cert, tls_key and tls_ca
+	FleetTLSACME  = "acme"  // the [tls] section's ACME certificates
+)
+
+// FleetRouteTLS says where the routes' TLS certificates come from: the
+// fleet's own files first, else the [tls] section's certificates when it is
+// on, else none.
+func (c *Config) FleetRouteTLS() string {
+	switch {
+	case c.Fleet.TLSFiles():
+		return FleetTLSFiles
+	case c.TLS.Enabled():
+		return FleetTLSACME
+	}
+	return FleetTLSNone
+}
+
+// FleetStoreDir is the folder of the embedded server's JetStream store: a
+// folder of its own in the data folder, never shared with anything else.
+func (c *Config) FleetStoreDir() string { return filepath.Join(c.DataDir(), "fleet") }
 
 // Dashboard is the web console served under /dashboard/ on the API
 // listener.
@@ -198,6 +268,9 @@ func (l Line) GuardOn() bool {
 	}
 	return l.Bridge == "messages"
 }
+
+// DefaultFleetListen is the embedded NATS server's client port.
+const DefaultFleetListen = "127.0.0.1:4222"
 
 // Defaults of the Messages bridge's settings.
 const (
@@ -425,6 +498,7 @@ func defaults() *Config {
 		Log:       Log{Level: "info", Format: "text"},
 		TLS:       TLS{CA: "production", HTTPListen: ":80", HTTPSListen: ":443"},
 		Dashboard: Dashboard{SessionTTL: Duration{12 * time.Hour}},
+		Fleet:     Fleet{Listen: DefaultFleetListen},
 	}
 }
 

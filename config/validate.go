@@ -1,10 +1,13 @@
 package config
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -46,6 +49,7 @@ func (c *Config) check(file string) error {
 	oneOf(k, "log.level", c.Log.Level, "debug", "info", "warn", "error")
 	oneOf(k, "log.format", c.Log.Format, "text", "json")
 	c.checkTLS(k)
+	c.checkFleet(k)
 	if d := c.Dashboard.SessionTTL.Duration; d < 5*time.Minute || d > 30*24*time.Hour {
 		k.failf("dashboard.session_ttl", "must be from 5m to 720h (30 days), got %s", c.Dashboard.SessionTTL)
 	}
@@ -419,4 +423,134 @@ func (c *Config) checkGuard(k *checker) {
 	if d := g.ColdAfter.Duration; d < time.Hour || d > 30*24*time.Hour {
 		k.failf("guard.cold_after", "must be from \"1h\" to \"720h\" (30 days), got %s", g.ColdAfter)
 	}
+}
+
+// fleetNodePattern is a node name: it becomes a NATS subject token, part of
+// consumer names and the JetStream peer's name, so no dots, spaces or
+// wildcards.
+var fleetNodePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$`)
+
+// minFleetSecret is the shortest fleet secret accepted.
+const minFleetSecret = 16
+
+// checkFleet checks the [fleet] table. With every setting at its default
+// the fleet is off; any other setting turns it on, and then node and
+// secret are required.
+func (c *Config) checkFleet(k *checker) {
+	f := &c.Fleet
+	def := defaults().Fleet
+	set := map[string]bool{
+		"node": f.Node != "", "listen": f.Listen != def.Listen, "cluster": f.Cluster != "", "routes": len(f.Routes) > 0,
+		"secret": f.Secret != "", "url": f.URL != "", "tls_cert": f.TLSCert != "", "tls_key": f.TLSKey != "", "tls_ca": f.TLSCA != "",
+	}
+	configured := false
+	for _, v := range set {
+		configured = configured || v
+	}
+	if !configured {
+		return
+	}
+
+	switch {
+	case f.Node == "":
+		k.failf("fleet.node", "is required in a fleet: this host's name, unique in the fleet and never changed, such as \"mac-a\"")
+	case !fleetNodePattern.MatchString(f.Node):
+		k.failf("fleet.node", "must be 1 to 32 letters, digits, '-' or '_', starting with a letter or digit, such as \"mac-a\"; got %q", f.Node)
+	}
+	switch {
+	case f.Secret == "":
+		k.failf("fleet.secret", "is required: nothing joins or connects to the fleet without it. Generate one (for example `openssl rand -hex 32`) and give every node the same")
+	case len(f.Secret) < minFleetSecret:
+		k.failf("fleet.secret", "must be at least %d characters, got %d: generate one, for example with `openssl rand -hex 32`", minFleetSecret, len(f.Secret))
+	}
+
+	tlsSet := 0
+	for _, name := range []string{"tls_cert", "tls_key", "tls_ca"} {
+		if set[name] {
+			tlsSet++
+		}
+	}
+	if tlsSet > 0 && tlsSet < 3 {
+		for _, name := range []string{"tls_cert", "tls_key", "tls_ca"} {
+			if !set[name] {
+				k.failf("fleet."+name, "is required with the other fleet.tls_* settings: mutual TLS needs this node's certificate (tls_cert), its key (tls_key) and the fleet's CA (tls_ca)")
+			}
+		}
+	}
+	if f.TLSFiles() {
+		if _, err := tls.LoadX509KeyPair(f.TLSCert, f.TLSKey); err != nil {
+			k.failf("fleet.tls_cert", "cannot load the certificate and key: %v", err)
+		}
+		if pem, err := os.ReadFile(f.TLSCA); err != nil {
+			k.fail("fleet.tls_ca", err)
+		} else if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+			k.failf("fleet.tls_ca", "%s holds no PEM certificate", f.TLSCA)
+		}
+	}
+
+	if f.URL != "" {
+		var also []string
+		for _, name := range []string{"listen", "cluster", "routes"} {
+			if set[name] {
+				also = append(also, "fleet."+name)
+			}
+		}
+		if len(also) > 0 {
+			k.failf("fleet.url", "connects to an existing NATS instead of starting one, so %s would do nothing: remove %s, or fleet.url",
+				strings.Join(also, " and "), strings.Join(also, " and "))
+		}
+		for i, u := range strings.Split(f.URL, ",") {
+			pu, err := url.Parse(strings.TrimSpace(u))
+			if err != nil || (pu.Scheme != "nats" && pu.Scheme != "tls") || pu.Host == "" {
+				k.failf("fleet.url", "must be nats:// or tls:// URLs such as \"nats://user:pass@nats.internal:4222\", comma-separated; URL %d is %q", i+1, strings.TrimSpace(u))
+			}
+		}
+		return
+	}
+
+	hasTLS := c.FleetRouteTLS() != FleetTLSNone
+	const needTLS = "set fleet.tls_cert, fleet.tls_key and fleet.tls_ca (mutual TLS with the fleet's CA), or turn on [tls]"
+	if checkListen(k, "fleet.listen", f.Listen, DefaultFleetListen) {
+		host, _, _ := net.SplitHostPort(f.Listen)
+		if !loopbackHost(host) {
+			k.failf("fleet.listen", "must be a loopback address such as %q, got %q: the other nodes come in through fleet.cluster, and the client port takes the secret in clear",
+				DefaultFleetListen, f.Listen)
+		}
+	}
+	if f.Cluster != "" && checkListen(k, "fleet.cluster", f.Cluster, "0.0.0.0:6222") {
+		host, _, _ := net.SplitHostPort(f.Cluster)
+		if !loopbackHost(host) && !hasTLS {
+			k.failf("fleet.cluster", "%q accepts routes from the network without TLS, which would carry the fleet's data and secret in clear: %s; or listen on loopback",
+				f.Cluster, needTLS)
+		}
+	}
+	if len(f.Routes) > 0 && f.Cluster == "" {
+		k.failf("fleet.routes", "need fleet.cluster, the port where this node takes part in the cluster (such as \"0.0.0.0:6222\")")
+	}
+	for i, r := range f.Routes {
+		key := fmt.Sprintf("fleet.routes[%d]", i)
+		u, err := url.Parse(r)
+		if err != nil || u.Scheme != "nats" || u.Hostname() == "" || u.Port() == "" || (u.Path != "" && u.Path != "/") {
+			k.failf(key, "must be a node's cluster address as nats://host:port, such as \"nats://mac-b:6222\", got %q", r)
+			continue
+		}
+		if u.User != nil {
+			k.failf(key, "must not carry credentials: the routes authenticate with fleet.secret; write %q", "nats://"+u.Host)
+			continue
+		}
+		if !loopbackHost(u.Hostname()) && !hasTLS {
+			k.failf(key, "%q is not on this machine, and a route without TLS would carry the fleet's data and secret in clear: %s", r, needTLS)
+		}
+	}
+}
+
+// loopbackHost reports whether host (a name or an address) is this machine
+// only: "localhost" or a loopback address. An empty host is every
+// interface.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }
