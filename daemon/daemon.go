@@ -25,6 +25,7 @@ import (
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/delivery"
 	"github.com/blueline-app/blueline/files"
+	"github.com/blueline-app/blueline/fleet"
 	"github.com/blueline-app/blueline/metrics"
 	"github.com/blueline-app/blueline/storage"
 )
@@ -46,6 +47,7 @@ type Daemon struct {
 	web      *http.Server // the API's listener: /v1, the console, MCP, health
 	admin    *http.Server
 	jobs     *jobs
+	fleet    *fleet.Node // nil without [fleet]
 }
 
 // Start opens the database in cfg's data folder, binds the API (port 0
@@ -73,6 +75,12 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	undo = append(undo, d.db.Close)
 	if d.lines, err = d.db.SyncLines(ctx, configuredLines(cfg)); err != nil {
 		return nil, err
+	}
+	if d.fleet, err = d.startFleet(ctx, cfg, log); err != nil {
+		return nil, err
+	}
+	if d.fleet != nil {
+		undo = append(undo, d.fleet.Close)
 	}
 	if d.bridges, err = openBridges(ctx, cfg, d.db, d.lines, d.sim, log); err != nil {
 		return nil, err
@@ -131,6 +139,9 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	d.admin.Shutdown(ctx)
 	d.jobs.stop(ctx, d.log)
 	closeBridges(d.bridges)
+	if d.fleet != nil {
+		err = errors.Join(err, d.fleet.Close())
+	}
 	return errors.Join(err, d.db.Close())
 }
 

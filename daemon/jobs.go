@@ -9,6 +9,7 @@ import (
 
 	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge"
+	"github.com/blueline-app/blueline/fleet"
 
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/delivery"
@@ -61,6 +62,18 @@ func (d *Daemon) newJobs(cfg *config.Config, mtr *metrics.Metrics, guards guardS
 	}}
 	for _, b := range distinct(d.bridges) {
 		js.all = append(js.all, &job{name: "bridge", bridge: b, run: func(ctx context.Context) error { return b.Run(ctx, d.receiver) }})
+	}
+	if d.fleet != nil {
+		js.all = append(js.all, &job{name: "fleet line directory", run: func(ctx context.Context) error {
+			dir, err := d.fleet.Directory(fleet.DirectoryOptions{Lines: d.fleetLines})
+			if err != nil {
+				return err
+			}
+			stop := dir.Run(ctx)
+			<-ctx.Done()
+			stop()
+			return nil
+		}})
 	}
 	retention := cfg.Webhooks.Retention.Duration
 	for _, p := range []periodic{
