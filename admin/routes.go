@@ -94,6 +94,9 @@ type Options struct {
 	Dashboard Dashboard
 	// Metrics is served at GET /metrics; nil serves none.
 	Metrics http.Handler
+	// Fleet reports the fleet this host is a node of (GET /fleet); nil
+	// without [fleet].
+	Fleet func(ctx context.Context) (api.FleetStatus, error)
 }
 
 // New is the admin socket's handlers over db.
@@ -150,6 +153,7 @@ func (a *Admin) routes(r *httprouter.Router) {
 	r.POST("/dashboard/password", answer(a.log, a.adminDashboardPassword))
 	r.GET("/dashboard/sessions", answer(a.log, a.adminDashboardSessions))
 	r.POST("/dashboard/sessions/end", answer(a.log, a.adminDashboardSignOut))
+	r.GET("/fleet", answer(a.log, a.fleetStatus))
 	r.GET("/backup", a.adminBackup)
 	// The API itself, for the host's own tools (the command line's client
 	// commands, listen, mcp): as the host's operator, or as the owner the

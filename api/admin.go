@@ -174,3 +174,54 @@ type Check struct {
 	// Messages line's helper is connected.
 	Info string
 }
+
+// FleetStatus is what `blueline fleet status` prints: the fleet's nodes,
+// its lines and where they are, and JetStream's state, as the node asked
+// sees them.
+type FleetStatus struct {
+	Node      string          `json:"node"` // the node that answered
+	Nodes     []FleetNode     `json:"nodes"`
+	Lines     []FleetLine     `json:"lines"`
+	Stream    FleetAsset      `json:"stream"`
+	Buckets   []FleetAsset    `json:"buckets"`
+	Consumers []FleetConsumer `json:"consumers"`
+}
+
+// FleetNode is a node as its heartbeat last described it.
+type FleetNode struct {
+	Node    string   `json:"node"`
+	Up      bool     `json:"up"`
+	Version string   `json:"version"`
+	BaseURL string   `json:"base_url"`
+	Lines   []string `json:"lines"`
+	// StartedAt and LastSeen are Unix ms, by the node's own clock.
+	StartedAt int64 `json:"started_at"`
+	LastSeen  int64 `json:"last_seen"`
+}
+
+// FleetLine is a line of the line directory: the node serving it.
+type FleetLine struct {
+	Handle string `json:"handle"`
+	LineID string `json:"line_id"`
+	Node   string `json:"node"`
+	Health string `json:"health"`
+	Up     bool   `json:"up"`
+}
+
+// FleetAsset is a JetStream asset (the events stream, a bucket).
+type FleetAsset struct {
+	Name     string `json:"name"`
+	Messages uint64 `json:"messages"`
+	Bytes    uint64 `json:"bytes"`
+	Replicas int    `json:"replicas"`
+	Leader   string `json:"leader"`
+	Current  int    `json:"current"` // replicas up to date, the leader included
+}
+
+// FleetConsumer is a webhook's durable consumer of the events stream.
+type FleetConsumer struct {
+	Name        string `json:"name"`
+	Pending     uint64 `json:"pending"`     // events not yet handed out
+	AckPending  int    `json:"ack_pending"` // handed out, not yet acknowledged
+	Redelivered int    `json:"redelivered"`
+}

@@ -154,6 +154,7 @@ simulated sandbox line and one simulated line with advanced features.`,
 		a.mcpCommand(),
 		a.backupCommand(),
 		a.restoreCommand(),
+		a.fleetCommand(),
 	)
 	// The API's client commands, as the reference service's CLI has them.
 	root.AddCommand(

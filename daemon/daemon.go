@@ -48,6 +48,9 @@ type Daemon struct {
 	admin    *http.Server
 	jobs     *jobs
 	fleet    *fleet.Node // nil without [fleet]
+	version  string
+	started  time.Time
+	baseURL  string // the API's public URL
 }
 
 // Start opens the database in cfg's data folder, binds the API (port 0
@@ -60,7 +63,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 		opt(&o)
 	}
 	o.started = time.Now()
-	d := &Daemon{log: log, sim: sim.New(cfg.Sim.Latency.Duration)}
+	d := &Daemon{log: log, sim: sim.New(cfg.Sim.Latency.Duration), version: o.version, started: o.started}
 	var undo []func() error
 	defer func() {
 		if err != nil {
@@ -91,6 +94,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	}
 	undo = append(undo, d.api.Close)
 	baseURL := d.api.publicBaseURL(cfg)
+	d.baseURL = baseURL
 	d.files, err = files.Open(ctx, filepath.Join(cfg.DataDir(), "files"), d.db, files.Options{
 		MaxUploadBytes: cfg.Files.MaxUploadBytes, URLTTL: cfg.Files.URLTTL.Duration, BaseURL: baseURL,
 	})

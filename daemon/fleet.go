@@ -1,10 +1,13 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/fleet"
 )
@@ -59,4 +62,69 @@ func (d *Daemon) fleetLines() []fleet.LineEntry {
 		out = append(out, fleet.LineEntry{Line: l.ID, Handle: l.Handle, Health: health})
 	}
 	return out
+}
+
+// fleetBeat is how often a node writes its heartbeat; a node whose last one
+// is older than fleetSilence is down.
+const (
+	fleetBeat    = 10 * time.Second
+	fleetSilence = 3 * fleetBeat
+)
+
+// beat writes this node's heartbeat every fleetBeat until ctx ends.
+func (d *Daemon) beat(ctx context.Context, dir *fleet.Directory) {
+	t := time.NewTicker(fleetBeat)
+	defer t.Stop()
+	for {
+		var handles []string
+		for _, l := range d.lines {
+			handles = append(handles, l.Handle)
+		}
+		e := fleet.NodeEntry{Version: cmp.Or(d.version, "dev"), BaseURL: d.baseURL, Lines: handles, StartedAt: d.started}
+		if err := d.fleet.Beat(ctx, e, time.Now()); err != nil && ctx.Err() == nil {
+			d.log.Warn("fleet: heartbeat", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// fleetStatus is what `blueline fleet status` shows, as this node sees it.
+func (d *Daemon) fleetStatus(ctx context.Context) (api.FleetStatus, error) {
+	st := api.FleetStatus{Node: d.fleet.Name(), Nodes: []api.FleetNode{}, Lines: []api.FleetLine{}, Consumers: []api.FleetConsumer{}}
+	now := time.Now()
+	nodes, err := d.fleet.Nodes(ctx)
+	if err != nil {
+		return st, err
+	}
+	for _, n := range nodes {
+		st.Nodes = append(st.Nodes, api.FleetNode{Node: n.Node, Up: now.Sub(n.UpdatedAt) <= fleetSilence, Version: n.Version,
+			BaseURL: n.BaseURL, Lines: n.Lines, StartedAt: n.StartedAt.UnixMilli(), LastSeen: n.UpdatedAt.UnixMilli()})
+	}
+	dir, err := d.fleet.Directory(fleet.DirectoryOptions{})
+	if err != nil {
+		return st, err
+	}
+	lines, err := dir.Lines(ctx)
+	if err != nil {
+		return st, err
+	}
+	for _, l := range lines {
+		st.Lines = append(st.Lines, api.FleetLine{Handle: l.Handle, LineID: l.Line, Node: l.Node, Health: l.Health, Up: dir.Up(l)})
+	}
+	js, err := d.fleet.Status(ctx)
+	if err != nil {
+		return st, err
+	}
+	st.Stream = api.FleetAsset(js.Stream)
+	for _, b := range js.Buckets {
+		st.Buckets = append(st.Buckets, api.FleetAsset(b))
+	}
+	for _, c := range js.Consumers {
+		st.Consumers = append(st.Consumers, api.FleetConsumer(c))
+	}
+	return st, nil
 }

@@ -70,8 +70,8 @@ func (d *Daemon) newJobs(cfg *config.Config, mtr *metrics.Metrics, guards guardS
 				return err
 			}
 			stop := dir.Run(ctx)
-			<-ctx.Done()
-			stop()
+			defer stop()
+			d.beat(ctx, dir)
 			return nil
 		}})
 	}

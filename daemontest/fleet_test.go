@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/daemontest"
+	"github.com/blueline-app/blueline/testkit"
 )
 
 // Three nodes start as one fleet, each serving its own line.
@@ -27,6 +29,25 @@ func TestFleet(t *testing.T) {
 		if !found {
 			t.Errorf("%s does not list its line %s: %+v", daemontest.FleetNode(i), daemontest.FleetLine(i), lines.Data)
 		}
+	}
+	// Each node sees the whole fleet: three nodes up, three lines, the
+	// stream and buckets on three replicas.
+	var st api.FleetStatus
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		st = api.FleetStatus{}
+		if err := nodes[1].Admin().Do(context.Background(), "GET", "/fleet", nil, &st); err != nil {
+			t.Fatal(err)
+		}
+		up := 0
+		for _, n := range st.Nodes {
+			if n.Up {
+				up++
+			}
+		}
+		return up == 3 && len(st.Lines) == 4 // node 0 has the sandbox line too
+	})
+	if st.Node != "mac-b" || st.Stream.Replicas != 3 || len(st.Buckets) != 6 || st.Stream.Leader == "" {
+		t.Errorf("fleet status: %+v", st)
 	}
 	nodes[2].Stop()
 	nodes[2].Start()

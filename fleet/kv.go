@@ -19,6 +19,7 @@ const (
 	BucketSandbox  = "sandbox"  // sandbox owners
 	BucketSessions = "sessions" // console sessions (per-key TTLs allowed)
 	BucketLines    = "lines"    // the line directory (see Directory)
+	BucketNodes    = "nodes"    // the nodes' heartbeats (see Beat)
 )
 
 // BucketMaxBytes caps each bucket's disk use (and is reserved on each of
@@ -36,6 +37,7 @@ var bucketSpecs = []struct {
 	{BucketSandbox, 1, false},
 	{BucketSessions, 1, true},
 	{BucketLines, 1, false},
+	{BucketNodes, 1, false},
 }
 
 // Errors of the buckets' operations, to match with errors.Is.
