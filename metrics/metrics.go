@@ -39,6 +39,7 @@ type Metrics struct {
 	sends           *prometheus.CounterVec
 	bridgeSend      *prometheus.HistogramVec
 	webhookAttempts *prometheus.CounterVec
+	forwarded       *prometheus.CounterVec // with CountFleet only
 }
 
 // New returns the metrics, with the queue and file figures read from db at
