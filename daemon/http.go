@@ -70,6 +70,9 @@ func (d *Daemon) servers(cfg *config.Config, o options, baseURL string, srv *ser
 	if cfg.Dashboard.On() {
 		adminOpts.Dashboard = console.NewSignIns(d.db, baseURL)
 	}
+	if d.fleet != nil {
+		adminOpts.FleetLines = fleetLines{d.fleet}
+	}
 	admins := admin.New(d.db, srv, adminOpts, log)
 	// MCP for agents: its tools call the API's own handler in process, as
 	// the request's key.
