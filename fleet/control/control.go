@@ -85,8 +85,9 @@ type Control struct {
 	base   map[recKey]synced
 	latest map[recKey]remote
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	cancel   context.CancelFunc
+	done     chan struct{}
+	stopOnce sync.Once
 }
 
 type recKey struct {
@@ -415,8 +416,13 @@ func mergeKey(target, local, kv storage.ControlChange) storage.ControlChange {
 }
 
 // Stop stops replicating: local changes still queued are written first,
-// until ctx ends. Call it before the node closes.
+// until ctx ends. Call it before the node closes. It may be called more
+// than once.
 func (c *Control) Stop(ctx context.Context) {
+	c.stopOnce.Do(func() { c.stop(ctx) })
+}
+
+func (c *Control) stop(ctx context.Context) {
 	c.db.OnControlChange(nil)
 	c.cancel()
 	<-c.done
