@@ -273,3 +273,55 @@ func TestJoin(t *testing.T) {
 		return err == nil
 	})
 }
+
+// Hosts that change the same records at the same time end up with the
+// same records as the bucket: revoked keys revoked everywhere, last uses
+// the latest of all.
+func TestConcurrentChangesConverge(t *testing.T) {
+	n := startNode(t)
+	a, b := openDB(t), openDB(t)
+	start(t, n, a)
+	start(t, n, b)
+	var keys []storage.Key
+	for i := range 10 {
+		keys = append(keys, newKey(t, a, "k"+string(rune('a'+i))))
+	}
+	testkit.Eventually(t, 2*time.Second, func() bool {
+		for _, k := range keys {
+			if _, err := b.KeyByHash(ctx, k.Hash); err != nil {
+				return false
+			}
+		}
+		return true
+	})
+	done := make(chan struct{})
+	for h, db := range []*storage.DB{a, b} {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for round := range 20 {
+				for i, k := range keys {
+					db.TouchKey(ctx, k.ID, int64(1000*(round+1)+h))
+					if i%3 == h && round == 10 {
+						db.RevokeKey(ctx, k.ID)
+					}
+				}
+			}
+		}()
+	}
+	<-done
+	<-done
+	testkit.Eventually(t, 5*time.Second, func() bool {
+		for i, k := range keys {
+			ka, kb := record(t, a, storage.ControlKey, k.ID), record(t, b, storage.ControlKey, k.ID)
+			e, err := bucketKey(t, n, k.ID)
+			if err != nil || !ka.Equal(kb) {
+				return false
+			}
+			kv := storage.ControlChange{Kind: storage.ControlKey, ID: k.ID, Key: &e.Value}
+			if !kv.Equal(ka) || (i%3 < 2) != (ka.Key.RevokedAt != 0) {
+				return false
+			}
+		}
+		return true
+	})
+}
