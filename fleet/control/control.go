@@ -342,7 +342,10 @@ func (c *Control) sync(ctx context.Context, k recKey) error {
 		if err != nil {
 			return err
 		}
-		if localChanged {
+		switch {
+		case localChanged && k.kind == storage.ControlKey:
+			c.log.Info("a change of a key made here met one made elsewhere: merged (a revocation stays, the latest use is kept)", "id", k.id)
+		case localChanged:
 			c.log.Info("a change made here met a newer one made elsewhere: the fleet's value is kept", "kind", k.kind, "id", k.id)
 		}
 	}
