@@ -25,12 +25,14 @@ import (
 	"github.com/blueline-app/blueline/webhook"
 )
 
-func (a *Admin) keyInfo(k storage.Key) api.KeyInfo {
+func (a *Admin) keyInfo(ctx context.Context, k storage.Key) api.KeyInfo {
 	info := api.KeyInfo{ID: k.ID, Hint: k.Hint, Label: k.Label, Scopes: k.Scopes, Lines: []string{}, Owner: k.Owner, CreatedAt: k.CreatedAt,
 		LastUsedAt: k.LastUsedAt}
 	for _, id := range k.LineIDs {
 		if l, ok := a.db.LineByID(id); ok {
 			info.Lines = append(info.Lines, l.Handle)
+		} else if h, ok := a.fleetLineHandle(ctx, id); ok {
+			info.Lines = append(info.Lines, h)
 		} else {
 			info.Lines = append(info.Lines, id)
 		}
@@ -72,9 +74,16 @@ func (a *Admin) adminCreateKey(w http.ResponseWriter, r *http.Request) error {
 				return httpapi.BadHandle("lines", v, err)
 			}
 			l, ok = a.db.LineByHandle(h)
+			if !ok && a.opts.FleetLines != nil {
+				// A line of another host of the fleet.
+				l.ID, ok = a.opts.FleetLines.LineByHandle(r.Context(), h)
+			}
+		} else if !ok && a.opts.FleetLines != nil {
+			_, ok = a.opts.FleetLines.LineHandle(r.Context(), v)
+			l.ID = v
 		}
 		if !ok {
-			return httpapi.NotFound("line_not_found", "lines", "No line %q on this server.", v)
+			return httpapi.NotFound("line_not_found", "lines", "No line %q on this server%s.", v, a.fleetWord())
 		}
 		lineIDs = append(lineIDs, l.ID)
 	}
@@ -83,7 +92,7 @@ func (a *Admin) adminCreateKey(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	a.log.Info("API key created", "key_id", k.ID, "label", k.Label)
-	info := a.keyInfo(k)
+	info := a.keyInfo(r.Context(), k)
 	info.Secret = secret
 	httpapi.WriteJSON(w, http.StatusCreated, info)
 	return nil
@@ -96,7 +105,7 @@ func (a *Admin) adminListKeys(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := make([]api.KeyInfo, len(keys))
 	for i, k := range keys {
-		out[i] = a.keyInfo(k)
+		out[i] = a.keyInfo(r.Context(), k)
 	}
 	httpapi.WriteJSON(w, http.StatusOK, httpapi.List(r.Context(), out, nil))
 	return nil
@@ -674,4 +683,20 @@ func sampleDelivery(event string, line storage.Line, now int64) storage.Delivery
 		d.Message = &msg
 	}
 	return d
+}
+
+// fleetLineHandle is the handle of a line of another host of the fleet.
+func (a *Admin) fleetLineHandle(ctx context.Context, id string) (string, bool) {
+	if a.opts.FleetLines == nil {
+		return "", false
+	}
+	return a.opts.FleetLines.LineHandle(ctx, id)
+}
+
+// fleetWord widens "on this server" when the server is one of a fleet.
+func (a *Admin) fleetWord() string {
+	if a.opts.FleetLines == nil {
+		return ""
+	}
+	return " or in its fleet"
 }

@@ -97,6 +97,17 @@ type Options struct {
 	// Fleet reports the fleet this host is a node of (GET /fleet); nil
 	// without [fleet].
 	Fleet func(ctx context.Context) (api.FleetStatus, error)
+	// FleetLines finds the lines of a fleet's other hosts, for keys
+	// limited to them; nil without a fleet.
+	FleetLines FleetLines
+}
+
+// FleetLines are the lines of a fleet's other hosts (its line directory).
+type FleetLines interface {
+	// LineByHandle is the ID of the line with this handle (normalized).
+	LineByHandle(ctx context.Context, handle string) (id string, ok bool)
+	// LineHandle is the handle of the line with this ID.
+	LineHandle(ctx context.Context, id string) (handle string, ok bool)
 }
 
 // New is the admin socket's handlers over db.

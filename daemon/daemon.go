@@ -26,6 +26,7 @@ import (
 	"github.com/blueline-app/blueline/delivery"
 	"github.com/blueline-app/blueline/files"
 	"github.com/blueline-app/blueline/fleet"
+	"github.com/blueline-app/blueline/fleet/control"
 	"github.com/blueline-app/blueline/metrics"
 	"github.com/blueline-app/blueline/storage"
 )
@@ -47,7 +48,8 @@ type Daemon struct {
 	web      *http.Server // the API's listener: /v1, the console, MCP, health
 	admin    *http.Server
 	jobs     *jobs
-	fleet    *fleet.Node // nil without [fleet]
+	fleet    *fleet.Node      // nil without [fleet]
+	control  *control.Control // the fleet's control records; nil without [fleet]
 	version  string
 	started  time.Time
 	baseURL  string // the API's public URL
@@ -84,6 +86,9 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	}
 	if d.fleet != nil {
 		undo = append(undo, d.fleet.Close)
+	}
+	if err = d.startControl(ctx, &undo); err != nil {
+		return nil, err
 	}
 	if d.bridges, err = openBridges(ctx, cfg, d.db, d.lines, d.sim, log); err != nil {
 		return nil, err
@@ -143,6 +148,7 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	d.admin.Shutdown(ctx)
 	d.jobs.stop(ctx, d.log)
 	closeBridges(d.bridges)
+	d.stopControl(ctx)
 	if d.fleet != nil {
 		err = errors.Join(err, d.fleet.Close())
 	}

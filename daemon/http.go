@@ -72,6 +72,7 @@ func (d *Daemon) servers(cfg *config.Config, o options, baseURL string, srv *ser
 	}
 	if d.fleet != nil {
 		adminOpts.Fleet = d.fleetStatus
+		adminOpts.FleetLines = fleetLines{d.fleet}
 	}
 	admins := admin.New(d.db, srv, adminOpts, log)
 	// MCP for agents: its tools call the API's own handler in process, as

@@ -67,8 +67,12 @@
 //     terminating the last attempt. Generic bytes and headers: reading the
 //     daemon's event log into it comes later.
 //
+// The control records' replication between a host's bbolt and the
+// buckets, and the join (seed, reconcile or refuse), are package
+// fleet/control's.
+//
 // Not done here: the daemon's wiring and the [fleet] settings' hand-over;
-// seeding the buckets from bbolt when a host joins; fencing forwarded
+// fencing forwarded
 // requests with the directory revision; heartbeats of nodes (a "nodes"
 // bucket with TTL markers); the CLI's fleet status and remove-node; route
 // TLS from the [tls] section's ACME certificates; a hard-kill (SIGKILL,

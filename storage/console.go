@@ -66,6 +66,7 @@ func (db *DB) UseLoginLink(ctx context.Context, hash []byte, now int64) (owner s
 // CreateSession stores a session by the hash of its token.
 func (db *DB) CreateSession(ctx context.Context, hash []byte, s Session) error {
 	return db.bolt.Update(func(tx *bolt.Tx) error {
+		db.noteControl(tx, ControlChange{Kind: ControlSession, ID: s.ID, Session: &SessionRecord{Session: s, Hash: bytes.Clone(hash)}})
 		return putJSON(tx.Bucket(bktConsoleSess), hash, s)
 	})
 }
@@ -120,6 +121,7 @@ func (db *DB) RevokeSessions(ctx context.Context, ids ...string) (int, error) {
 			}
 			if len(ids) == 0 || slices.Contains(ids, s.ID) {
 				gone = append(gone, k)
+				db.noteControl(tx, ControlChange{Kind: ControlSession, ID: s.ID, Deleted: true})
 			}
 			return nil
 		})

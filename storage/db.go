@@ -88,6 +88,7 @@ type DB struct {
 	events        signal
 	revocations   signal // keys revoked, console sessions ended (keys.go)
 	typing        typingState
+	control       controlFeed // the observer of control records' changes (control.go)
 }
 
 // Open opens (creating if needed) the database file db.bolt in dir.

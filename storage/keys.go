@@ -38,6 +38,7 @@ func (db *DB) CreateKey(ctx context.Context, k Key) error {
 		if err := putJSON(tx.Bucket(bktKeys), []byte(k.ID), k); err != nil {
 			return err
 		}
+		db.noteControl(tx, ControlChange{Kind: ControlKey, ID: k.ID, Key: &k})
 		return tx.Bucket(bktKeyHashes).Put(k.Hash, []byte(k.ID))
 	})
 }
@@ -99,6 +100,7 @@ func (db *DB) RevokeKey(ctx context.Context, id string) error {
 			return err
 		}
 		tx.OnCommit(db.revocations.broadcast)
+		db.noteControl(tx, ControlChange{Kind: ControlKey, ID: id, Key: &k})
 		return putJSON(b, []byte(id), k)
 	})
 }
@@ -135,6 +137,7 @@ func (db *DB) TouchKey(ctx context.Context, id string, at int64) error {
 			return nil
 		}
 		k.LastUsedAt = at
+		db.noteControl(tx, ControlChange{Kind: ControlKey, ID: id, Key: &k})
 		return putJSON(b, []byte(id), k)
 	})
 }

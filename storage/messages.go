@@ -519,7 +519,7 @@ func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, h *historyTx) (r
 	// Activated first, so that the code's own message reaches the webhooks
 	// of the sandbox's owner.
 	if line.IsSandbox && !m.IsFromMe && m.Text != nil {
-		if res.SandboxActivated, err = activateSandbox(tx, *m.Text, m.Sender); err != nil {
+		if res.SandboxActivated, err = db.activateSandbox(tx, *m.Text, m.Sender); err != nil {
 			return res, err
 		}
 	}

@@ -90,6 +90,7 @@ func (db *DB) StartSandbox(ctx context.Context, owner string) (st SandboxState, 
 		for st.ActivationCode == "" || codes[st.ActivationCode] {
 			st.ActivationCode = newActivationCode()
 		}
+		db.noteControl(tx, ControlChange{Kind: ControlSandbox, ID: owner, Sandbox: &st})
 		return putJSON(b, sandboxOwnerKey(owner), st)
 	})
 	return st, created, err
@@ -143,7 +144,7 @@ func newActivationCode() string {
 
 // activateSandbox pairs sender with the owner whose pending activation code
 // text carries. A phone pairs with one owner, once and for all.
-func activateSandbox(tx *bolt.Tx, text, sender string) (bool, error) {
+func (db *DB) activateSandbox(tx *bolt.Tx, text, sender string) (bool, error) {
 	b := tx.Bucket(bktSandbox)
 	if b.Get(sandboxPhoneKey(sender)) != nil {
 		return false, nil
@@ -162,6 +163,7 @@ func activateSandbox(tx *bolt.Tx, text, sender string) (bool, error) {
 	if err := putJSON(b, sandboxOwnerKey(match.Owner), match); err != nil {
 		return false, err
 	}
+	db.noteControl(tx, ControlChange{Kind: ControlSandbox, ID: match.Owner, Sandbox: match})
 	return true, b.Put(sandboxPhoneKey(sender), []byte(match.Owner))
 }
 

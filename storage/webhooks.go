@@ -79,6 +79,7 @@ func (db *DB) CreateWebhook(ctx context.Context, w Webhook) error {
 			return err
 		}
 		tx.OnCommit(db.signalWebhooks) // the dispatcher starts its worker
+		db.noteControl(tx, ControlChange{Kind: ControlWebhook, ID: w.ID, Webhook: &w})
 		return tx.Bucket(bktWebhookLines).Put(join([]byte(w.LineID), []byte(w.ID)), nil)
 	})
 }
@@ -138,6 +139,7 @@ func (db *DB) DeleteWebhook(ctx context.Context, id string) error {
 		if err := tx.Bucket(bktWebhookLines).Delete(join([]byte(w.LineID), []byte(id))); err != nil {
 			return err
 		}
+		db.noteControl(tx, ControlChange{Kind: ControlWebhook, ID: id, Deleted: true})
 		return tx.Bucket(bktWebhooks).Delete([]byte(id))
 	})
 }
@@ -374,6 +376,7 @@ func (db *DB) RecordAttempts(ctx context.Context, disableAfter int64, results ..
 					return err
 				}
 			}
+			db.noteWebhook(tx, *w)
 			if err := putJSON(tx.Bucket(bktWebhooks), []byte(id), w); err != nil {
 				return err
 			}
