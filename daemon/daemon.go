@@ -48,6 +48,8 @@ type Daemon struct {
 	admin    *http.Server
 	jobs     *jobs
 	fleet    *fleet.Node // nil without [fleet]
+	fleetDir *fleet.Directory
+	baseURL  string // the API's public URL
 }
 
 // Start opens the database in cfg's data folder, binds the API (port 0
@@ -81,6 +83,9 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	}
 	if d.fleet != nil {
 		undo = append(undo, d.fleet.Close)
+		if d.fleetDir, err = d.fleet.Directory(fleet.DirectoryOptions{Lines: d.fleetLines}); err != nil {
+			return nil, err
+		}
 	}
 	if d.bridges, err = openBridges(ctx, cfg, d.db, d.lines, d.sim, log); err != nil {
 		return nil, err
@@ -91,6 +96,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	}
 	undo = append(undo, d.api.Close)
 	baseURL := d.api.publicBaseURL(cfg)
+	d.baseURL = baseURL
 	d.files, err = files.Open(ctx, filepath.Join(cfg.DataDir(), "files"), d.db, files.Options{
 		MaxUploadBytes: cfg.Files.MaxUploadBytes, URLTTL: cfg.Files.URLTTL.Duration, BaseURL: baseURL,
 	})

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/fleet"
+	"github.com/blueline-app/blueline/fleet/route"
+	"github.com/blueline-app/blueline/server"
 )
 
 // startFleet makes this host a node of the fleet its [fleet] section names:
@@ -56,7 +59,23 @@ func (d *Daemon) fleetLines() []fleet.LineEntry {
 				health = "down"
 			}
 		}
-		out = append(out, fleet.LineEntry{Line: l.ID, Handle: l.Handle, Health: health})
+		out = append(out, fleet.LineEntry{Line: l.ID, Handle: l.Handle, Health: health, BaseURL: d.baseURL})
 	}
 	return out
+}
+
+// fleetRouting is the API's router as a fleet's node serves it: this node
+// answers the requests other nodes forward to it, and api (the router)
+// gets the entry in front, which sends line-scoped requests to the node of
+// their line (package fleet/route). api itself without [fleet].
+func (d *Daemon) fleetRouting(srv *server.Server, api http.Handler, log *slog.Logger) (http.Handler, error) {
+	if d.fleet == nil {
+		return api, nil
+	}
+	a := route.API{Routes: srv.Routes(), AsCaller: server.WithCaller, Authenticate: srv.Authenticate}
+	if _, err := route.Serve(d.fleet, a, 0, log); err != nil {
+		return nil, err
+	}
+	entry := route.NewEntry(route.EntryOptions{Node: d.fleet, Directory: d.fleetDir, API: a, Log: log})
+	return entry.Handler(api), nil
 }

@@ -91,7 +91,9 @@ func (d *Daemon) servers(cfg *config.Config, o options, baseURL string, srv *ser
 	front := httprouter.New()
 	front.RedirectTrailingSlash, front.RedirectFixedPath = false, false
 	front.HandleMethodNotAllowed, front.HandleOPTIONS = false, false
-	front.NotFound = srv.Routes()
+	if front.NotFound, err = d.fleetRouting(srv, srv.Routes(), log); err != nil {
+		return nil, nil, err
+	}
 	mount(front, server.MCPPath, srv.RequireKey(mcp))
 	var con *console.Console
 	if cfg.Dashboard.On() {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/client"
 	"github.com/blueline-app/blueline/daemon"
 )
@@ -100,4 +101,20 @@ func freeLoopbackAddr(t testing.TB) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// FleetKey creates an API key on nodes[0] (see Daemon.Key) and copies it,
+// hash and all, into the other nodes' storage (daemon.ShareKey): one key
+// that authenticates on every running node. It returns the secret.
+func FleetKey(t testing.TB, nodes []*Daemon, req api.KeyRequest) string {
+	t.Helper()
+	secret := nodes[0].Key(req)
+	var others []*daemon.Daemon
+	for _, td := range nodes[1:] {
+		others = append(others, td.d)
+	}
+	if err := nodes[0].d.ShareKey(context.Background(), secret, others...); err != nil {
+		t.Fatal(err)
+	}
+	return secret
 }
