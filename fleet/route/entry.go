@@ -23,6 +23,20 @@ import (
 // names is not on this node: it may be on another.
 var NotHereCodes = []string{"line_not_found", "chat_not_found", "message_not_found", "outbox_item_not_found", "file_not_found"}
 
+// notHere reports whether an answer says what the request names is not on
+// the node that answered: a "not here" 404, or for a signed download URL
+// a 403 download_url_invalid (each node signs its own files' URLs).
+func notHere(kind, status int, body []byte) bool {
+	code, _ := errorCode(body)
+	switch status {
+	case http.StatusNotFound:
+		return slices.Contains(NotHereCodes, code)
+	case http.StatusForbidden:
+		return kind == kindDownload && code == "download_url_invalid"
+	}
+	return false
+}
+
 // kinds of routed requests.
 const (
 	kindLine     = iota + 1 // a line, or an ID of a line's
@@ -124,17 +138,17 @@ func (e *Entry) Handler(next http.Handler) http.Handler {
 			e.lines(w, r, next)
 			return
 		}
-		d := &decider{w: w, header: w.Header().Clone()}
+		d := &decider{w: w, header: w.Header().Clone(), holdForbidden: kind == kindDownload}
 		next.ServeHTTP(d, r)
 		if !d.held {
 			return
 		}
 		local := d.local()
-		code, param := errorCode(local.Body)
-		if !slices.Contains(NotHereCodes, code) {
+		if !notHere(kind, local.Status, local.Body) {
 			e.answer(w, local)
 			return
 		}
+		code, param := errorCode(local.Body)
 		e.elsewhere(w, r, body, kind, code, param, local)
 	})
 }
@@ -232,7 +246,7 @@ func (e *Entry) elsewhere(w http.ResponseWriter, r *http.Request, body []byte, k
 		resp, err := e.forward(r, node, req)
 		switch {
 		case err == nil:
-			if c, _ := errorCode(resp.Body); resp.Status == http.StatusNotFound && slices.Contains(NotHereCodes, c) {
+			if notHere(kind, resp.Status, resp.Body) {
 				continue
 			}
 			e.answer(w, resp)
@@ -321,8 +335,8 @@ func (e *Entry) failed(w http.ResponseWriter, r *http.Request, node string, err 
 		return
 	}
 	if errors.Is(err, fleet.ErrTooLarge) {
-		httpapi.WriteError(w, r, e.o.Log, httpapi.TooLarge("response_too_large",
-			"The answer of node %s is too large to forward through the fleet.", node))
+		httpapi.WriteError(w, r, e.o.Log, httpapi.Unavailable("response_too_large",
+			"The answer of node %s of the fleet is too large to forward; ask that node.", node))
 		return
 	}
 	if r.Context().Err() != nil {
@@ -340,8 +354,8 @@ func (e *Entry) redirect(w http.ResponseWriter, r *http.Request, lines []fleet.L
 			return
 		}
 	}
-	httpapi.WriteError(w, r, e.o.Log, httpapi.TooLarge("response_too_large",
-		"The file is on another node of the fleet, too large to forward, and that node has no public URL to redirect to."))
+	httpapi.WriteError(w, r, e.o.Log, httpapi.Unavailable("response_too_large",
+		"The file is stored on another node of the fleet, too large to forward, and that node has no public URL to redirect to."))
 }
 
 // errorCode reads the code and param of an API error body.
@@ -443,8 +457,10 @@ type decider struct {
 	header http.Header
 	status int
 	hold   bool // hold every answer, not only a 404
-	held   bool
-	body   bytes.Buffer
+	// holdForbidden holds a 403 too.
+	holdForbidden bool
+	held          bool
+	body          bytes.Buffer
 }
 
 func (d *decider) Header() http.Header { return d.header }
@@ -454,7 +470,7 @@ func (d *decider) WriteHeader(code int) {
 		return
 	}
 	d.status = code
-	if d.hold || code == http.StatusNotFound {
+	if d.hold || code == http.StatusNotFound || d.holdForbidden && code == http.StatusForbidden {
 		d.held = true
 		return
 	}

@@ -3,7 +3,6 @@ package route_test
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -12,57 +11,26 @@ import (
 	"time"
 
 	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/apitest"
 	"github.com/blueline-app/blueline/daemontest"
+	"github.com/blueline-app/blueline/fleet/route"
 	"github.com/blueline-app/blueline/testkit"
 )
 
-// call makes an API request with key and decodes a JSON answer into out
-// (when not nil); it returns the response, its body read.
-func call(t *testing.T, method, u, key string, body any, header map[string]string, out any) (*http.Response, []byte) {
+// call makes an API request with key through td, checked against the API
+// document, and decodes a JSON answer under 300 into out (when not nil).
+func call(t *testing.T, td *daemontest.Daemon, method, path, key string, body any, out any, headers ...string) apitest.Response {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, u, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out != nil && resp.StatusCode < 300 {
-		if err := json.Unmarshal(b, out); err != nil {
-			t.Fatalf("%s %s: %v in %s", method, u, err, b)
+	c := apitest.Client{TB: t, Base: td.URL(), HTTP: &http.Client{
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+	r := c.Call(method, path, key, body, headers...)
+	if out != nil && r.Status < 300 {
+		if err := json.Unmarshal(r.Raw, out); err != nil {
+			t.Fatalf("%s %s: %v in %s", method, path, err, r.Raw)
 		}
 	}
-	return resp, b
-}
-
-func errCode(b []byte) string {
-	var e struct {
-		Error struct{ Code string } `json:"error"`
-	}
-	json.Unmarshal(b, &e)
-	return e.Error.Code
+	return r
 }
 
 func handles(lines []api.Line) []string {
@@ -87,31 +55,30 @@ func TestFleetRouting(t *testing.T) {
 	// is filled by each node's first refresh).
 	want := []string{daemontest.SandboxLine, daemontest.FleetLine(0), daemontest.FleetLine(1), lineC}
 	slices.Sort(want)
-	for i, td := range nodes {
+	for _, td := range nodes {
 		testkit.Eventually(t, 10*time.Second, func() bool {
 			var lines api.List[api.Line]
-			resp, _ := call(t, "GET", td.URL()+"/v1/lines", key, nil, nil, &lines)
-			return resp.StatusCode == 200 && slices.Equal(handles(lines.Data), want)
+			r := call(t, td, "GET", "/v1/lines", key, nil, &lines)
+			return r.Status == 200 && slices.Equal(handles(lines.Data), want)
 		})
-		t.Logf("%s lists %v", daemontest.FleetNode(i), want)
 	}
 
 	// A contact writes to C's line; A sends on C's line, and it is sent.
 	in := c.Inbound(lineC, daemontest.Alice, "hello C")
 	send := map[string]any{"from": lineC, "to": daemontest.Alice, "text": "hi from A"}
 	var item api.OutboxItem
-	resp, body := call(t, "POST", a.URL()+"/v1/messages", key, send, map[string]string{"Idempotency-Key": "k1"}, &item)
-	if resp.StatusCode != 201 {
-		t.Fatalf("send through A to C's line: %d %s", resp.StatusCode, body)
+	r := call(t, a, "POST", "/v1/messages", key, send, &item, "Idempotency-Key", "k1")
+	if r.Status != 201 {
+		t.Fatalf("send through A on C's line: %d %s", r.Status, r.Raw)
 	}
-	if item.RequestID != resp.Header.Get("X-Request-Id") {
-		t.Errorf("request_id %q, X-Request-Id %q: want the entry's", item.RequestID, resp.Header.Get("X-Request-Id"))
+	if item.RequestID != r.Header.Get("X-Request-Id") {
+		t.Errorf("request_id %q, X-Request-Id %q: want the entry's", item.RequestID, r.Header.Get("X-Request-Id"))
 	}
 	for _, td := range []*daemontest.Daemon{a, c} {
 		testkit.Eventually(t, 10*time.Second, func() bool {
 			var got api.OutboxItem
-			resp, _ := call(t, "GET", td.URL()+"/v1/outbox?id="+item.ID, key, nil, nil, &got)
-			return resp.StatusCode == 200 && got.Status == "sent"
+			r := call(t, td, "GET", "/v1/outbox?id="+item.ID, key, nil, &got)
+			return r.Status == 200 && got.Status == "sent"
 		})
 	}
 	if got := c.Daemon().Sim().Delivered(); len(got) != 1 || got[0].Text != "hi from A" {
@@ -121,47 +88,83 @@ func TestFleetRouting(t *testing.T) {
 	// Its history, read through B.
 	var msgs api.List[api.Message]
 	q := url.Values{"from": {lineC}, "to": {in.ChatID}}
-	resp, body = call(t, "GET", b.URL()+"/v1/messages?"+q.Encode(), key, nil, nil, &msgs)
-	if resp.StatusCode != 200 || len(msgs.Data) != 2 {
-		t.Fatalf("history of C's chat through B: %d %s", resp.StatusCode, body)
+	r = call(t, b, "GET", "/v1/messages?"+q.Encode(), key, nil, &msgs)
+	if r.Status != 200 || len(msgs.Data) != 2 {
+		t.Fatalf("history of C's chat through B: %d %s", r.Status, r.Raw)
 	}
 
 	// The same Idempotency-Key through B: the same item, replayed.
 	var again api.OutboxItem
-	resp, body = call(t, "POST", b.URL()+"/v1/messages", key, send, map[string]string{"Idempotency-Key": "k1"}, &again)
-	if resp.StatusCode != 201 || again.ID != item.ID || resp.Header.Get("Idempotent-Replayed") != "true" {
-		t.Fatalf("the same send through B: %d %s, Idempotent-Replayed %q; want %s replayed", resp.StatusCode, body,
-			resp.Header.Get("Idempotent-Replayed"), item.ID)
+	r = call(t, b, "POST", "/v1/messages", key, send, &again, "Idempotency-Key", "k1")
+	if r.Status != 201 || again.ID != item.ID || r.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("the same send through B: %d %s, Idempotent-Replayed %q; want %s replayed", r.Status, r.Raw,
+			r.Header.Get("Idempotent-Replayed"), item.ID)
 	}
 
-	// IDs of C's line, read through A: the message, the chat's messages,
-	// its reactions.
-	var msg api.List[api.Reaction]
-	resp, body = call(t, "GET", a.URL()+"/v1/reactions?message_id="+in.ID, key, nil, nil, &msg)
-	if resp.StatusCode != 200 {
-		t.Errorf("reactions of C's message %s through A: %d %s", in.ID, resp.StatusCode, body)
+	// IDs of C's line through A: a message (its reactions), a chat (its
+	// line's chats), a file (its metadata, its signed URL).
+	r = call(t, a, "GET", "/v1/reactions?message_id="+in.ID, key, nil, nil)
+	if r.Status != 200 {
+		t.Errorf("reactions of C's message %s through A: %d %s", in.ID, r.Status, r.Raw)
 	}
 	var chats api.List[api.Chat]
-	resp, body = call(t, "GET", a.URL()+"/v1/chats?from="+url.QueryEscape(lineC), key, nil, nil, &chats)
-	if resp.StatusCode != 200 || len(chats.Data) != 1 || chats.Data[0].ID != in.ChatID {
-		t.Errorf("chats of C's line through A: %d %s", resp.StatusCode, body)
+	r = call(t, a, "GET", "/v1/chats?from="+url.QueryEscape(lineC), key, nil, &chats)
+	if r.Status != 200 || len(chats.Data) != 1 || chats.Data[0].ID != in.ChatID {
+		t.Errorf("chats of C's line through A: %d %s", r.Status, r.Raw)
+	}
+	small := bytes.Repeat([]byte("small file "), 100)
+	var f api.File
+	if r = call(t, c, "POST", "/v1/files", key, string(small), &f, "Content-Type", "text/plain", "X-Filename", "small.txt"); r.Status != 201 {
+		t.Fatalf("upload to C: %d %s", r.Status, r.Raw)
+	}
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, _ := apitest.Client{TB: t, HTTP: noFollow}.Fetch("GET", a.URL()+"/v1/files?id="+f.ID, "Authorization", "Bearer "+key)
+	if resp.StatusCode != 302 || !strings.HasPrefix(resp.Header.Get("Location"), c.URL()+"/files/"+f.ID) {
+		t.Errorf("C's file through A: %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	path := strings.TrimPrefix(f.URL, c.URL())
+	resp, got := apitest.Client{TB: t}.Fetch("GET", a.URL()+path)
+	if resp.StatusCode != 200 || !bytes.Equal(got, small) {
+		t.Errorf("C's signed download URL on A: %d, %d bytes", resp.StatusCode, len(got))
+	}
+	resp, _ = apitest.Client{TB: t}.Fetch("GET", a.URL()+strings.Replace(path, "signature=", "signature=00", 1))
+	if resp.StatusCode != 403 {
+		t.Errorf("a forged download URL of C's file on A: %d, want C's 403", resp.StatusCode)
+	}
+	// A file too large to forward: a redirect to C.
+	large := bytes.Repeat([]byte("large file "), 200_000)
+	if r = call(t, c, "POST", "/v1/files", key, string(large), &f, "Content-Type", "text/plain", "X-Filename", "large.txt"); r.Status != 201 {
+		t.Fatalf("upload to C: %d %s", r.Status, r.Raw)
+	}
+	path = strings.TrimPrefix(f.URL, c.URL())
+	resp, _ = apitest.Client{TB: t, HTTP: noFollow}.Fetch("GET", a.URL()+path)
+	if resp.StatusCode != 307 || resp.Header.Get("Location") != f.URL {
+		t.Errorf("C's large file on A: %d, Location %q; want 307 to %s", resp.StatusCode, resp.Header.Get("Location"), f.URL)
+	}
+	resp, got = apitest.Client{TB: t}.Fetch("GET", a.URL()+path)
+	if resp.StatusCode != 200 || !bytes.Equal(got, large) {
+		t.Errorf("C's large file on A, following the redirect: %d, %d bytes", resp.StatusCode, len(got))
 	}
 
 	// What is nowhere is still a 404.
-	resp, body = call(t, "GET", b.URL()+"/v1/outbox?id=obx_"+strings.Repeat("a", 26), key, nil, nil, nil)
-	if resp.StatusCode != 404 || errCode(body) != "outbox_item_not_found" {
-		t.Errorf("an outbox item on no node: %d %s", resp.StatusCode, body)
+	r = call(t, b, "GET", "/v1/outbox?id=obx_"+strings.Repeat("a", 26), key, nil, nil)
+	if r.Status != 404 || r.ErrCode() != "outbox_item_not_found" {
+		t.Errorf("an outbox item on no node: %d %s", r.Status, r.Raw)
 	}
-	resp, body = call(t, "GET", b.URL()+"/v1/chats?from=%2B15559999999", key, nil, nil, nil)
-	if resp.StatusCode != 404 || errCode(body) != "line_not_found" {
-		t.Errorf("a line on no node: %d %s", resp.StatusCode, body)
+	r = call(t, b, "GET", "/v1/chats?from=%2B15559999999", key, nil, nil)
+	if r.Status != 404 || r.ErrCode() != "line_not_found" {
+		t.Errorf("a line on no node: %d %s", r.Status, r.Raw)
 	}
 
 	// A key restricted to A's line cannot use C's through B: C checks it.
 	narrow := daemontest.FleetKey(t, nodes, api.KeyRequest{Lines: []string{lineA}})
-	resp, body = call(t, "GET", b.URL()+"/v1/chats?from="+url.QueryEscape(lineC), narrow, nil, nil, nil)
-	if resp.StatusCode != 403 || errCode(body) != "line_not_accessible" {
-		t.Errorf("a key restricted to A's line, on C's line through B: %d %s", resp.StatusCode, body)
+	r = call(t, b, "GET", "/v1/chats?from="+url.QueryEscape(lineC), narrow, nil, nil)
+	if r.Status != 403 || r.ErrCode() != "line_not_accessible" {
+		t.Errorf("a key restricted to A's line, on C's line through B: %d %s", r.Status, r.Raw)
+	}
+	var lines api.List[api.Line]
+	if r = call(t, b, "GET", "/v1/lines", narrow, nil, &lines); r.Status != 200 || !slices.Equal(handles(lines.Data), []string{daemontest.SandboxLine, lineA}) {
+		t.Errorf("lines of a key restricted to A's line, through B: %d %s", r.Status, r.Raw)
 	}
 
 	// C stops: its line answers 503 line_unavailable with Retry-After on
@@ -169,30 +172,30 @@ func TestFleetRouting(t *testing.T) {
 	c.Stop()
 	for _, td := range []*daemontest.Daemon{a, b} {
 		testkit.Eventually(t, 5*time.Second, func() bool {
-			resp, body := call(t, "POST", td.URL()+"/v1/messages", key, send, nil, nil)
-			return resp.StatusCode == 503 && errCode(body) == "line_unavailable" && resp.Header.Get("Retry-After") != ""
+			r := call(t, td, "POST", "/v1/messages", key, send, nil)
+			return r.Status == 503 && r.ErrCode() == "line_unavailable" && r.Header.Get("Retry-After") != ""
 		})
-		resp, body := call(t, "GET", td.URL()+"/v1/outbox?id="+item.ID, key, nil, nil, nil)
-		if resp.StatusCode != 503 || errCode(body) != "line_unavailable" {
-			t.Errorf("C's outbox item while C is down: %d %s", resp.StatusCode, body)
+		r := call(t, td, "GET", "/v1/outbox?id="+item.ID, key, nil, nil)
+		if r.Status != 503 || r.ErrCode() != "line_unavailable" {
+			t.Errorf("C's outbox item while C is down: %d %s", r.Status, r.Raw)
 		}
 		var lines api.List[api.Line]
-		resp, body = call(t, "GET", td.URL()+"/v1/lines", key, nil, nil, &lines)
-		if resp.StatusCode != 200 || slices.Contains(handles(lines.Data), lineC) || resp.Header.Get("Blueline-Lines-Unavailable") != lineC {
-			t.Errorf("lines while C is down: %d %s (unavailable: %q)", resp.StatusCode, body, resp.Header.Get("Blueline-Lines-Unavailable"))
+		r = call(t, td, "GET", "/v1/lines", key, nil, &lines)
+		if r.Status != 200 || slices.Contains(handles(lines.Data), lineC) || r.Header.Get(route.UnavailableHeader) != lineC {
+			t.Errorf("lines while C is down: %d %s (unavailable: %q)", r.Status, r.Raw, r.Header.Get(route.UnavailableHeader))
 		}
 	}
 	a.Inbound(lineA, daemontest.Bob, "hello A")
-	resp, body = call(t, "POST", b.URL()+"/v1/messages", key, map[string]any{"from": lineA, "to": daemontest.Bob, "text": "hi"}, nil, nil)
-	if resp.StatusCode != 201 {
-		t.Errorf("a send on A's line through B while C is down: %d %s", resp.StatusCode, body)
+	r = call(t, b, "POST", "/v1/messages", key, map[string]any{"from": lineA, "to": daemontest.Bob, "text": "hi"}, nil)
+	if r.Status != 201 {
+		t.Errorf("a send on A's line through B while C is down: %d %s", r.Status, r.Raw)
 	}
 
 	// C is back: its line answers again.
 	c.Start()
 	testkit.Eventually(t, 20*time.Second, func() bool {
 		var got api.OutboxItem
-		resp, _ := call(t, "GET", a.URL()+"/v1/outbox?id="+item.ID, key, nil, nil, &got)
-		return resp.StatusCode == 200 && got.ID == item.ID
+		r := call(t, a, "GET", "/v1/outbox?id="+item.ID, key, nil, &got)
+		return r.Status == 200 && got.ID == item.ID
 	})
 }
