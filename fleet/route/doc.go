@@ -21,9 +21,11 @@
 //     answer is a 404 whose code says the line, chat, message, outbox item
 //     or file is not on this node (NotHereCodes), the request is forwarded:
 //     to the node of the line it names (a from, line or line_id in the query
-//     or the JSON body; a handle or ln_ ID, looked up in the directory),
-//     else (an ID alone) to each other node in turn until one answers other
-//     than such a 404. Its answer is the client's, headers and all
+//     or the JSON body; a handle or ln_ ID, looked up in the directory;
+//     when the line is here or nowhere, the local answer stands), else (an
+//     ID alone) to each other node in turn until one answers other than
+//     such a 404. A signed download URL another node signed is a 403
+//     download_url_invalid here, and is treated the same way. Its answer is the client's, headers and all
 //     (Idempotent-Replayed among them). A node that is down (nobody serves
 //     it, or its directory entries are older than the TTL) makes its lines
 //     answer 503 line_unavailable with Retry-After; an ID that no up node
@@ -46,8 +48,8 @@
 //     client; the redirect keeps large ones from passing through NATS in
 //     one message, which the foundation refuses by design.
 //
-// Not done here: a watch-backed cache of the directory (each routed
-// request reads it from KV); bodies larger than MaxBody (uploads are
+// The entry reads the directory from KV at most once a second (a
+// watch-backed cache is not built). Not done here: bodies larger than MaxBody (uploads are
 // answered by the node that receives them, and a message may attach only
 // files stored on its line's node); /v1/events, /v1/webhooks and
 // /v1/sandbox, which belong to the control plane and the events stream.

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/blueline-app/blueline/fleet"
@@ -101,6 +102,31 @@ type EntryOptions struct {
 // receives to the node of their line.
 type Entry struct {
 	o EntryOptions
+
+	mu      sync.Mutex // one directory read at a time
+	entries []fleet.LineEntry
+	read    time.Time
+}
+
+// directoryCache is how long the directory, as last read, is used: a
+// fraction of its TTL (a down node is told by Forward at once, or by
+// UpdatedAt), so that a burst of routed requests reads KV once.
+const directoryCache = time.Second
+
+// directory reads the directory, or returns it as read less than
+// directoryCache ago.
+func (e *Entry) directory(ctx context.Context) ([]fleet.LineEntry, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.entries != nil && time.Since(e.read) < directoryCache {
+		return e.entries, nil
+	}
+	entries, err := e.o.Directory.Lines(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e.entries, e.read = entries, time.Now()
+	return entries, nil
 }
 
 // NewEntry returns the entry side of node.
@@ -200,7 +226,7 @@ func (e *Entry) elsewhere(w http.ResponseWriter, r *http.Request, body []byte, k
 		}
 		key = &k
 	}
-	entries, err := e.o.Directory.Lines(r.Context())
+	entries, err := e.directory(r.Context())
 	if err != nil {
 		e.o.Log.Warn("fleet: reading the line directory", "err", err)
 		e.answer(w, local)
@@ -208,10 +234,11 @@ func (e *Entry) elsewhere(w http.ResponseWriter, r *http.Request, body []byte, k
 	}
 	req := fleet.Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: requestHeader(r, key), Body: body}
 
-	if code == "line_not_found" {
-		named := namedLine(r, body, param)
+	if named := lineNamed(r, body, code, param); named != "" {
+		// The request names a line: its node answers, or this one when
+		// the line is here or nowhere (what it names is not on it).
 		ent, ok := findLine(entries, named)
-		if named == "" || !ok || ent.Node == e.o.Node.Name() {
+		if !ok || ent.Node == e.o.Node.Name() {
 			e.answer(w, local)
 			return
 		}
@@ -228,11 +255,6 @@ func (e *Entry) elsewhere(w http.ResponseWriter, r *http.Request, body []byte, k
 		default:
 			e.failed(w, r, ent.Node, err)
 		}
-		return
-	}
-	if hasLineParam(r, body) {
-		// The line was found here: what it names is not on it.
-		e.answer(w, local)
 		return
 	}
 	// An ID alone: ask each other node in turn.
@@ -393,14 +415,20 @@ func namedLine(r *http.Request, body []byte, param string) string {
 	return v
 }
 
-// hasLineParam reports whether r names a line.
-func hasLineParam(r *http.Request, body []byte) bool {
-	for _, p := range lineParams {
-		if namedLine(r, body, p) != "" {
-			return true
+// lineNamed is the line r names: the parameter a line_not_found names,
+// else the first of lineParams it has; "" for none.
+func lineNamed(r *http.Request, body []byte, code, param string) string {
+	if code == "line_not_found" {
+		if v := namedLine(r, body, param); v != "" {
+			return v
 		}
 	}
-	return false
+	for _, p := range lineParams {
+		if v := namedLine(r, body, p); v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // findLine finds the entry of a line named by its ln_ ID or its handle.

@@ -163,8 +163,8 @@ func TestEntry(t *testing.T) {
 	if err := bDir.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	calls.Store(0)
 	testkit.Eventually(t, 5*time.Second, func() bool { return do("POST", "/v1/messages", send).Code == 503 })
+	calls.Store(0)
 	w = do("POST", "/v1/messages", send)
 	if w.Code != 503 || !strings.Contains(w.Body.String(), `"line_unavailable"`) || w.Header().Get("Retry-After") != "5" {
 		t.Errorf("a stale node's line: %d %s (Retry-After %q)", w.Code, w.Body, w.Header().Get("Retry-After"))

@@ -32,7 +32,7 @@ func (e *Entry) lines(w http.ResponseWriter, r *http.Request, next http.Handler)
 		e.answer(w, local)
 		return
 	}
-	entries, err := e.o.Directory.Lines(r.Context())
+	entries, err := e.directory(r.Context())
 	if err != nil {
 		e.o.Log.Warn("fleet: reading the line directory", "err", err)
 		e.answer(w, local)
