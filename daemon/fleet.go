@@ -9,6 +9,7 @@ import (
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/fleet"
 	"github.com/blueline-app/blueline/fleet/route"
+	"github.com/blueline-app/blueline/metrics"
 	"github.com/blueline-app/blueline/server"
 )
 
@@ -68,7 +69,7 @@ func (d *Daemon) fleetLines() []fleet.LineEntry {
 // answers the requests other nodes forward to it, and api (the router)
 // gets the entry in front, which sends line-scoped requests to the node of
 // their line (package fleet/route). api itself without [fleet].
-func (d *Daemon) fleetRouting(srv *server.Server, api http.Handler, log *slog.Logger) (http.Handler, error) {
+func (d *Daemon) fleetRouting(srv *server.Server, api http.Handler, mtr *metrics.Metrics, log *slog.Logger) (http.Handler, error) {
 	if d.fleet == nil {
 		return api, nil
 	}
@@ -76,6 +77,6 @@ func (d *Daemon) fleetRouting(srv *server.Server, api http.Handler, log *slog.Lo
 	if _, err := route.Serve(d.fleet, a, 0, log); err != nil {
 		return nil, err
 	}
-	entry := route.NewEntry(route.EntryOptions{Node: d.fleet, Directory: d.fleetDir, API: a, Log: log})
+	entry := route.NewEntry(route.EntryOptions{Node: d.fleet, Directory: d.fleetDir, API: a, Log: log, Observe: mtr.Forwards()})
 	return entry.Handler(api), nil
 }

@@ -96,6 +96,10 @@ type EntryOptions struct {
 	// ReadTimeout bounds a forwarded GET or HEAD, WriteTimeout a forwarded
 	// POST (the forwarding budget). Defaults 10s and 25s.
 	ReadTimeout, WriteTimeout time.Duration
+	// Observe, when set, records each forward: the node, the outcome
+	// ("answered", "down", "timeout", "too_large", "failed") and its
+	// duration.
+	Observe func(node, outcome string, d time.Duration)
 }
 
 // Entry is the entry side: it sends the line-scoped requests this node
@@ -300,7 +304,24 @@ func (e *Entry) forward(r *http.Request, node string, req fleet.Request) (fleet.
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), budget)
 	defer cancel()
-	return e.o.Node.Forward(ctx, node, req)
+	start := time.Now()
+	resp, err := e.o.Node.Forward(ctx, node, req)
+	if e.o.Observe != nil {
+		outcome := "answered"
+		switch {
+		case err == nil:
+		case errors.Is(err, fleet.ErrNodeDown):
+			outcome = "down"
+		case errors.Is(err, fleet.ErrTimeout):
+			outcome = "timeout"
+		case errors.Is(err, fleet.ErrTooLarge):
+			outcome = "too_large"
+		default:
+			outcome = "failed"
+		}
+		e.o.Observe(node, outcome, time.Since(start))
+	}
+	return resp, err
 }
 
 // answer writes resp to w, over the entry's own headers.

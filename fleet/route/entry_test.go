@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -111,7 +112,14 @@ func TestEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	entry := route.NewEntry(route.EntryOptions{Node: a, Directory: aDir, Log: log,
+	var outcomes []string // what Observe recorded, in order
+	var mu sync.Mutex
+	observe := func(node, outcome string, _ time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		outcomes = append(outcomes, node+" "+outcome)
+	}
+	entry := route.NewEntry(route.EntryOptions{Node: a, Directory: aDir, Log: log, Observe: observe,
 		WriteTimeout: 300 * time.Millisecond, ReadTimeout: 300 * time.Millisecond,
 		API: route.API{Authenticate: func(r *http.Request) (storage.Key, error) {
 			return storage.Key{ID: "key_1", Scopes: []string{"messages:write"}, Hash: []byte("never sent")}, nil
@@ -144,6 +152,12 @@ func TestEntry(t *testing.T) {
 
 	// A write that times out: 504 outcome_unknown, tried once.
 	calls.Store(0)
+	mu.Lock()
+	if last := outcomes[len(outcomes)-1]; last != "mac-b answered" {
+		t.Errorf("observed %q, want mac-b answered", last)
+	}
+	outcomes = nil
+	mu.Unlock()
 	w = do("POST", "/v1/messages", strings.Replace(send, "hi", "slow", 1))
 	if w.Code != 504 || !strings.Contains(w.Body.String(), `"outcome_unknown"`) || !strings.Contains(w.Body.String(), "req_test") {
 		t.Errorf("a write that timed out: %d %s", w.Code, w.Body)
@@ -151,6 +165,11 @@ func TestEntry(t *testing.T) {
 	if n := calls.Load(); n != 1 {
 		t.Errorf("the write reached mac-b %d times, want 1", n)
 	}
+	mu.Lock()
+	if len(outcomes) != 1 || outcomes[0] != "mac-b timeout" {
+		t.Errorf("observed %q, want one mac-b timeout", outcomes)
+	}
+	mu.Unlock()
 	// A read that times out: the line is unavailable.
 	w = do("GET", "/v1/chats?from=%2B15550002001&slow=1", "")
 	if w.Code != 503 || !strings.Contains(w.Body.String(), `"line_unavailable"`) || w.Header().Get("Retry-After") == "" {
