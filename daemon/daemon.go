@@ -49,6 +49,7 @@ type Daemon struct {
 	admin    *http.Server
 	jobs     *jobs
 	fleet    *fleet.Node      // nil without [fleet]
+	fleetDir *fleet.Directory // the line directory; nil without [fleet]
 	control  *control.Control // the fleet's control records; nil without [fleet]
 	version  string
 	started  time.Time
@@ -86,6 +87,9 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	}
 	if d.fleet != nil {
 		undo = append(undo, d.fleet.Close)
+		if d.fleetDir, err = d.fleet.Directory(fleet.DirectoryOptions{Lines: d.fleetLines}); err != nil {
+			return nil, err
+		}
 	}
 	if err = d.startControl(ctx, &undo); err != nil {
 		return nil, err

@@ -6,10 +6,14 @@ import (
 	"errors"
 	"log/slog"
 	"time"
+	"net/http"
 
 	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/fleet"
+	"github.com/blueline-app/blueline/fleet/route"
+	"github.com/blueline-app/blueline/metrics"
+	"github.com/blueline-app/blueline/server"
 )
 
 // startFleet makes this host a node of the fleet its [fleet] section names:
@@ -59,7 +63,7 @@ func (d *Daemon) fleetLines() []fleet.LineEntry {
 				health = "down"
 			}
 		}
-		out = append(out, fleet.LineEntry{Line: l.ID, Handle: l.Handle, Health: health})
+		out = append(out, fleet.LineEntry{Line: l.ID, Handle: l.Handle, Health: health, BaseURL: d.baseURL})
 	}
 	return out
 }
@@ -72,7 +76,7 @@ const (
 )
 
 // beat writes this node's heartbeat every fleetBeat until ctx ends.
-func (d *Daemon) beat(ctx context.Context, dir *fleet.Directory) {
+func (d *Daemon) beat(ctx context.Context) {
 	t := time.NewTicker(fleetBeat)
 	defer t.Stop()
 	for {
@@ -104,10 +108,7 @@ func (d *Daemon) fleetStatus(ctx context.Context) (api.FleetStatus, error) {
 		st.Nodes = append(st.Nodes, api.FleetNode{Node: n.Node, Up: now.Sub(n.UpdatedAt) <= fleetSilence, Version: n.Version,
 			BaseURL: n.BaseURL, Lines: n.Lines, StartedAt: n.StartedAt.UnixMilli(), LastSeen: n.UpdatedAt.UnixMilli()})
 	}
-	dir, err := d.fleet.Directory(fleet.DirectoryOptions{})
-	if err != nil {
-		return st, err
-	}
+	dir := d.fleetDir
 	lines, err := dir.Lines(ctx)
 	if err != nil {
 		return st, err
@@ -127,4 +128,20 @@ func (d *Daemon) fleetStatus(ctx context.Context) (api.FleetStatus, error) {
 		st.Consumers = append(st.Consumers, api.FleetConsumer(c))
 	}
 	return st, nil
+}
+
+// fleetRouting is the API's router as a fleet's node serves it: this node
+// answers the requests other nodes forward to it, and api (the router)
+// gets the entry in front, which sends line-scoped requests to the node of
+// their line (package fleet/route). api itself without [fleet].
+func (d *Daemon) fleetRouting(srv *server.Server, api http.Handler, mtr *metrics.Metrics, log *slog.Logger) (http.Handler, error) {
+	if d.fleet == nil {
+		return api, nil
+	}
+	a := route.API{Routes: srv.Routes(), AsCaller: server.WithCaller, Authenticate: srv.Authenticate}
+	if _, err := route.Serve(d.fleet, a, 0, log); err != nil {
+		return nil, err
+	}
+	entry := route.NewEntry(route.EntryOptions{Node: d.fleet, Directory: d.fleetDir, API: a, Log: log, Observe: mtr.Forwards()})
+	return entry.Handler(api), nil
 }

@@ -75,10 +75,16 @@ func (d *Daemon) servers(cfg *config.Config, o options, baseURL string, srv *ser
 		adminOpts.FleetLines = fleetLines{d.fleet}
 	}
 	admins := admin.New(d.db, srv, adminOpts, log)
+	// The API's routes; in a fleet, with the entry in front that sends
+	// line-scoped requests to the node of their line.
+	routes, err := d.fleetRouting(srv, srv.Routes(), mtr, log)
+	if err != nil {
+		return nil, nil, err
+	}
 	// MCP for agents: its tools call the API's own handler in process, as
-	// the request's key.
+	// the request's key (in a fleet, routed as the listener's requests are).
 	mcp := mcpserver.NewHandler(mcpserver.HandlerOptions{
-		API: srv.Handler(),
+		API: srv.Middleware(routes),
 		CheckKey: func(ctx context.Context, authorization string, scopes ...string) error {
 			return clientError(srv.CheckKey(ctx, authorization, scopes...))
 		},
@@ -95,7 +101,7 @@ func (d *Daemon) servers(cfg *config.Config, o options, baseURL string, srv *ser
 	front := httprouter.New()
 	front.RedirectTrailingSlash, front.RedirectFixedPath = false, false
 	front.HandleMethodNotAllowed, front.HandleOPTIONS = false, false
-	front.NotFound = srv.Routes()
+	front.NotFound = routes
 	mount(front, server.MCPPath, srv.RequireKey(mcp))
 	var con *console.Console
 	if cfg.Dashboard.On() {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge"
-	"github.com/blueline-app/blueline/fleet"
 
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/delivery"
@@ -65,13 +64,9 @@ func (d *Daemon) newJobs(cfg *config.Config, mtr *metrics.Metrics, guards guardS
 	}
 	if d.fleet != nil {
 		js.all = append(js.all, &job{name: "fleet line directory", run: func(ctx context.Context) error {
-			dir, err := d.fleet.Directory(fleet.DirectoryOptions{Lines: d.fleetLines})
-			if err != nil {
-				return err
-			}
-			stop := dir.Run(ctx)
+			stop := d.fleetDir.Run(ctx)
 			defer stop()
-			d.beat(ctx, dir)
+			d.beat(ctx)
 			return nil
 		}})
 	}

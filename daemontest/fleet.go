@@ -4,14 +4,18 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/client"
 	"github.com/blueline-app/blueline/daemon"
+	"github.com/blueline-app/blueline/testkit"
 )
 
 // FleetSecret is the test fleets' shared secret.
@@ -100,4 +104,31 @@ func freeLoopbackAddr(t testing.TB) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// FleetKey creates an API key on nodes[0] (see Daemon.Key) and waits
+// until every running node knows it (the fleet's control plane shares it
+// through KV). It returns the secret.
+func FleetKey(t testing.TB, nodes []*Daemon, req api.KeyRequest) string {
+	t.Helper()
+	secret := nodes[0].Key(req)
+	for _, td := range nodes[1:] {
+		if td.d == nil {
+			continue
+		}
+		testkit.Eventually(t, 5*time.Second, func() bool {
+			r, err := http.NewRequest(http.MethodGet, td.url+"/v1/webhooks", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Header.Set("Authorization", "Bearer "+secret)
+			resp, err := http.DefaultClient.Do(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp.StatusCode != http.StatusUnauthorized
+		})
+	}
+	return secret
 }

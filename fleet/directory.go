@@ -19,6 +19,10 @@ type LineEntry struct {
 	Health       string    `json:"health"` // the node's word for it, e.g. "ok", "degraded"
 	Capabilities []string  `json:"capabilities,omitempty"`
 	UpdatedAt    time.Time `json:"updated_at"` // by the serving node's clock
+	// BaseURL is the serving node's public URL (its signed download URLs'
+	// base), "" when unknown: where a download too large to forward is
+	// redirected (package fleet/route).
+	BaseURL string `json:"base_url,omitempty"`
 }
 
 // DirectoryOptions tune a Directory.

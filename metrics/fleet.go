@@ -1,7 +1,7 @@
 package metrics
 
 import (
-	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -17,22 +17,10 @@ type FleetCounts struct {
 	InFlight map[string]int
 }
 
-// CountFleet has each scrape read the fleet's figures from counts, and
-// counts forwarded requests (ForwardedRequest) from now on.
+// CountFleet has each scrape read a fleet node's figures from counts.
+// Call it once, and only in a fleet: a single host shows none of these.
 func (m *Metrics) CountFleet(counts func() FleetCounts) {
-	m.forwarded = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "blueline_fleet_forwarded_requests_total",
-		Help: "API requests this node forwarded to the node serving their line, by that node and the status it answered (0: no answer).",
-	}, []string{"node", "code"})
-	m.reg.MustRegister(m.forwarded, fleetCollector(counts))
-}
-
-// ForwardedRequest counts a request forwarded to node, answered with code
-// (0 when the node did not answer).
-func (m *Metrics) ForwardedRequest(node string, code int) {
-	if m.forwarded != nil {
-		m.forwarded.WithLabelValues(node, strconv.Itoa(code)).Inc()
-	}
+	m.reg.MustRegister(fleetCollector(counts))
 }
 
 type fleetCollector func() FleetCounts
@@ -60,5 +48,29 @@ func (c fleetCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for name, n := range f.InFlight {
 		ch <- prometheus.MustNewConstMetric(descInFlight, prometheus.GaugeValue, float64(n), name)
+	}
+}
+
+// Forwards registers the counts of the API requests this node forwards to
+// the other nodes of its fleet (package fleet/route), and returns what
+// records one: the node asked, the outcome ("answered", "down", "timeout",
+// "too_large" or "failed") and how long it took. Call it once, and only in
+// a fleet: a single host shows none of these.
+func (m *Metrics) Forwards() func(node, outcome string, d time.Duration) {
+	count := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "blueline_fleet_forwarded_requests_total",
+		Help: "API requests forwarded to another node of the fleet, by node and outcome (answered, down, timeout, too_large, failed).",
+	}, []string{"node", "outcome"})
+	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "blueline_fleet_forward_seconds",
+		Help:    "Time for another node of the fleet to answer a forwarded API request, by node.",
+		Buckets: prometheus.DefBuckets,
+	}, []string{"node"})
+	m.reg.MustRegister(count, duration)
+	return func(node, outcome string, d time.Duration) {
+		count.WithLabelValues(node, outcome).Inc()
+		if outcome == "answered" {
+			duration.WithLabelValues(node).Observe(d.Seconds())
+		}
 	}
 }

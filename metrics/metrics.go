@@ -39,7 +39,6 @@ type Metrics struct {
 	sends           *prometheus.CounterVec
 	bridgeSend      *prometheus.HistogramVec
 	webhookAttempts *prometheus.CounterVec
-	forwarded       *prometheus.CounterVec // with CountFleet only
 }
 
 // New returns the metrics, with the queue and file figures read from db at
