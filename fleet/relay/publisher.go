@@ -43,13 +43,14 @@ type Publisher struct {
 	lg   *slog.Logger
 	// Poll is the backstop to the log's signal of new events. Default 5s.
 	Poll time.Duration
-	// Backoff is the wait after a failed publish. Default 1s.
-	Backoff time.Duration
+	// Backoff is the first wait after a failed publish, doubled on each
+	// failure in a row up to MaxBackoff. Defaults 1s and 30s.
+	Backoff, MaxBackoff time.Duration
 }
 
 // NewPublisher returns the node's publisher of log.
 func NewPublisher(node *fleet.Node, log EventLog, lg *slog.Logger) *Publisher {
-	return &Publisher{node: node, log: log, lg: lg, Poll: 5 * time.Second, Backoff: time.Second}
+	return &Publisher{node: node, log: log, lg: lg, Poll: 5 * time.Second, Backoff: time.Second, MaxBackoff: 30 * time.Second}
 }
 
 // publishBatch bounds the events read from the log at a time.
@@ -65,13 +66,18 @@ func (p *Publisher) Run(ctx context.Context) error {
 	// What the stream holds of ours comes first: an acknowledgement lost
 	// before the last stop (or a cursor never written) is found there.
 	resync := true
+	backoff := p.Backoff
+	failed := func() {
+		p.wait(ctx, backoff, nil)
+		backoff = min(2*backoff, max(p.MaxBackoff, p.Backoff))
+	}
 	for ctx.Err() == nil {
 		if resync {
 			if cur, err = p.resync(ctx, pub, cur); err != nil {
 				if ctx.Err() == nil {
 					p.lg.Warn("fleet: reading this node's last published event", "err", err)
 				}
-				p.wait(ctx, p.Backoff, nil)
+				failed()
 				continue
 			}
 			resync = false
@@ -82,7 +88,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 			if ctx.Err() == nil {
 				p.lg.Error("fleet: reading the event log", "err", err)
 			}
-			p.wait(ctx, p.Backoff, nil)
+			failed()
 			continue
 		}
 		for _, e := range batch {
@@ -91,10 +97,11 @@ func (p *Publisher) Run(ctx context.Context) error {
 				if ctx.Err() == nil {
 					p.lg.Warn("fleet: publishing an event (will retry)", "seq", e.Seq, "event", e.ID, "err", err)
 					resync = true
-					p.wait(ctx, p.Backoff, nil)
+					failed()
 				}
 				break
 			}
+			backoff = p.Backoff
 			cur = storage.PublishCursor{Seq: e.Seq, StreamSeq: next}
 			if err := p.log.SetPublishCursor(context.WithoutCancel(ctx), cur); err != nil {
 				// The stream has it: the next resync finds it there.
@@ -121,7 +128,11 @@ func (p *Publisher) publish(ctx context.Context, pub *fleet.Publisher, e storage
 		p.lg.Error("fleet: an event too large for the events stream is not published", "seq", e.Seq, "event", e.ID, "bytes", len(data))
 		return pub.LastSeq(), nil
 	}
-	_, err = pub.Publish(ctx, fleet.Event{ID: p.msgID(e.Seq), Topic: Topic(e.LineID, e.Name), Data: data})
+	line := e.LineID
+	if line == "" {
+		line = "-" // every event has its line; a token all the same
+	}
+	_, err = pub.Publish(ctx, fleet.Event{ID: p.msgID(e.Seq), Topic: Topic(line, e.Name), Data: data})
 	return pub.LastSeq(), err
 }
 
