@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -100,6 +101,17 @@ func delivered(t *testing.T, rc *apitest.Receiver, answered func(n int) int) (te
 	return texts, ok
 }
 
+// streamError fails the test on an API error of the event stream; a
+// stream that broke (its node's stream leader changing) is followed again
+// by the client.
+func streamError(t *testing.T, err error) {
+	t.Helper()
+	if _, ok := errors.AsType[*client.Error](err); ok {
+		t.Fatal(err)
+	}
+	t.Log(err)
+}
+
 // A webhook of A's line and one of C's, to the same receiver, on every
 // node: each event recorded on A and C reaches it once, signed, with a
 // delivery ID that its retries keep (the receiver fails the first two
@@ -167,7 +179,8 @@ func TestFleetWebhooksAndEventStream(t *testing.T) {
 	seen := map[string]string{} // text → evt_ ID
 	for ev, err := range c.Events.Stream(ctx, client.EventStreamParams{Since: time.Now().Add(-time.Hour)}) {
 		if err != nil {
-			t.Fatal(err)
+			streamError(t, err)
+			continue
 		}
 		m, err := ev.Message()
 		if err != nil {
@@ -240,7 +253,8 @@ func TestFleetPublishOnceAndFailover(t *testing.T) {
 		count := map[string]int{}
 		for ev, err := range c.Events.Stream(ctx, client.EventStreamParams{Since: time.Now().Add(-time.Hour), Events: []string{api.EventMessageReceived, api.EventReceiptRead}}) {
 			if err != nil {
-				t.Fatal(err)
+				streamError(t, err)
+				continue
 			}
 			count[ev.DeliveryID]++
 			if m, err := ev.Message(); err == nil && m.Message.Text != nil && *m.Message.Text == last {
@@ -282,23 +296,28 @@ func TestFleetPublishOnceAndFailover(t *testing.T) {
 		t.Errorf("the stream has %v", count)
 	}
 
-	// The receiver fails: find the node that made the first attempt, stop
-	// it, let the receiver recover.
+	// The receiver fails: find the node that made the latest attempt,
+	// stop it, let the receiver
+	// recover. (Attempts count from 1 across the fleet: a node that stops
+	// hands back what it pulled, which counts.)
 	var first int
 	testkit.Eventually(t, 10*time.Second, func() bool {
+		latest := int64(0)
 		for i, td := range nodes {
 			for _, a := range attempts(t, td, hook.ID) {
-				if a.N == 1 {
-					first = i
-					return true
+				if a.At > latest {
+					first, latest = i, a.At
 				}
 			}
 		}
-		return false
+		return latest > 0
 	})
 	nodes[first].Stop()
 	failing.Store(false)
 	t.Logf("stopped %s at %s after %d requests", daemontest.FleetNode(first), time.Now().Format("15:04:05.000"), len(rc.Requests()))
+	if len(rc.Requests()) == 0 {
+		t.Fatal("no attempt before the stop")
+	}
 	defer func() {
 		if t.Failed() {
 			for _, h := range rc.Requests() {
@@ -313,7 +332,9 @@ func TestFleetPublishOnceAndFailover(t *testing.T) {
 			}
 		}
 	}()
-	testkit.Eventually(t, 20*time.Second, func() bool { return succeeded.Load() == 2 })
+	// Within AckWait (timeout + 10s): a retry's delay may be lost in the
+	// consumer leader's change when the stopped node led it.
+	testkit.Eventually(t, 30*time.Second, func() bool { return succeeded.Load() == 2 })
 	t.Logf("delivered at %s", time.Now().Format("15:04:05.000"))
 	ids := map[string][]string{}
 	for _, h := range rc.Requests() {

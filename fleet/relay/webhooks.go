@@ -158,9 +158,13 @@ func (w *Webhooks) consumerConfig(h storage.Webhook) fleet.ConsumerConfig {
 		Schedule:  w.opts.Schedule,
 		Workers:   w.opts.Lanes,
 		Jitter:    webhook.Jitter,
-		// Longer than an attempt may take, so that only a node that died
-		// mid-delivery hands its event to another.
-		AckWait: max(60*time.Second, 2*w.opts.Timeout),
+		// Longer than an attempt may take (the receiver's timeout, and a
+		// margin to render and record), so that only a node that died
+		// mid-delivery hands its event to another, and short, as it is how
+		// long that takes. (A node that stops hands back at once what it
+		// pulled; a retry's delay has been seen lost across a consumer
+		// leader's change, and AckWait is then the wait.)
+		AckWait: w.opts.Timeout + 10*time.Second,
 	}
 	for _, e := range h.Events {
 		cfg.Topics = append(cfg.Topics, "*."+Topic(h.LineID, e))
