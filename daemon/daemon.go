@@ -113,6 +113,9 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	d.receiver = delivery.NewReceiver(d.db, d.files)
 	mtr := metrics.New(d.db, log)
 	mtr.CountLines(d.lineCounts)
+	if d.fleet != nil {
+		mtr.CountFleet(d.fleetCounts)
+	}
 	guards := guardPolicies(cfg, d.lines)
 	hookOpts, err := webhookOptions(cfg, mtr)
 	if err != nil {

@@ -5,8 +5,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"time"
 	"net/http"
+	"time"
 
 	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/config"
@@ -49,7 +49,14 @@ func (d *Daemon) startFleet(ctx context.Context, cfg *config.Config, log *slog.L
 			return nil, errors.New("[fleet]: routes over the [tls] section's ACME certificates are not supported yet; set [fleet] tls_cert, tls_key and tls_ca")
 		}
 	}
-	return fleet.Start(ctx, o)
+	n, err := fleet.Start(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	// Webhooks are delivered from the fleet's events stream: events
+	// recorded from now on queue no local deliveries (fleet_events.go).
+	d.db.SetFleetDeliveries(true)
+	return n, nil
 }
 
 // fleetLines are this host's lines as the line directory lists them.

@@ -55,6 +55,7 @@ func (d *Daemon) newServer(cfg *config.Config, mtr *metrics.Metrics, guards guar
 		BodyIdleTimeout: cfg.Limits.BodyIdleTimeout.Duration,
 		StreamsPerKey:   cfg.Limits.StreamsPerKey,
 		StreamLifetime:  cfg.Limits.StreamLifetime.Duration,
+		Events:          d.eventLog(),
 	}, d.log)
 }
 

@@ -54,11 +54,16 @@ func (d *Daemon) newJobs(cfg *config.Config, mtr *metrics.Metrics, guards guardS
 		Workers: cfg.Delivery.Workers, RetryBase: cfg.Delivery.RetryBase.Duration, RetryMax: cfg.Delivery.RetryMax.Duration,
 		Metrics: mtr, Pace: guards.pace(),
 	}, d.log)
-	dispatcher := webhook.New(d.db, render, hookOpts, d.log)
 	js := &jobs{all: []*job{
 		{name: "delivery worker", run: worker.Run, ready: "delivery", reason: "the delivery worker stopped (see the log)"},
-		{name: "webhook dispatcher", run: dispatcher.Run, ready: "webhooks", reason: "the webhook dispatcher stopped (see the log)"},
 	}}
+	if d.fleet == nil {
+		dispatcher := webhook.New(d.db, render, hookOpts, d.log)
+		js.all = append(js.all, &job{name: "webhook dispatcher", run: dispatcher.Run, ready: "webhooks", reason: "the webhook dispatcher stopped (see the log)"})
+	} else {
+		// The fleet's webhook consumers deliver instead (fleet_events.go).
+		js.all = append(js.all, d.fleetEventJobs(hookOpts, render)...)
+	}
 	for _, b := range distinct(d.bridges) {
 		js.all = append(js.all, &job{name: "bridge", bridge: b, run: func(ctx context.Context) error { return b.Run(ctx, d.receiver) }})
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -246,19 +247,23 @@ func RetryDelay(schedule []time.Duration, attempt int) (time.Duration, bool) {
 
 // Consumption is a running Consume.
 type Consumption struct {
-	cc     jetstream.ConsumeContext
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	once   sync.Once
+	cc       jetstream.ConsumeContext
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	once     sync.Once
+	stopping atomic.Bool
 }
 
 // Stop stops pulling, and waits for the deliveries under way (their ctx is
-// cancelled).
+// cancelled). The events this node pulled and did not deliver (buffered,
+// or cut short) are handed back at once, so that another node takes them
+// now rather than after AckWait.
 func (c *Consumption) Stop() {
 	c.once.Do(func() {
-		c.cc.Stop()
-		<-c.cc.Closed()
+		c.stopping.Store(true)
 		c.cancel()
+		c.cc.Drain() // the buffered events reach the handler, which hands them back
+		<-c.cc.Closed()
 		c.wg.Wait()
 	})
 }
@@ -287,6 +292,11 @@ func (n *Node) Consume(ctx context.Context, c ConsumerConfig, deliver func(ctx c
 	run := &Consumption{cancel: cancel}
 	sem := make(chan struct{}, workers)
 	prefix := n.opts.Prefix + ".evt."
+	handBack := func(msg jetstream.Msg) {
+		if err := msg.Nak(); err != nil {
+			n.log.Debug("fleet: handing back an event on stopping", "consumer", c.Name, "err", err)
+		}
+	}
 	handle := func(msg jetstream.Msg) {
 		md, err := msg.Metadata()
 		if err != nil {
@@ -304,7 +314,8 @@ func (n *Node) Consume(ctx context.Context, c ConsumerConfig, deliver func(ctx c
 		d.Last = !more
 		out := deliver(ctx, d)
 		if ctx.Err() != nil && out != Delivered {
-			return // stopping: AckWait hands the event to another node
+			handBack(msg) // stopping: another node takes it at once
+			return
 		}
 		switch out {
 		case Delivered:
@@ -328,9 +339,14 @@ func (n *Node) Consume(ctx context.Context, c ConsumerConfig, deliver func(ctx c
 		}
 	}
 	cc, err := cons.Consume(func(msg jetstream.Msg) {
+		if run.stopping.Load() {
+			handBack(msg)
+			return
+		}
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
+			handBack(msg)
 			return
 		}
 		run.wg.Add(1)
@@ -342,6 +358,11 @@ func (n *Node) Consume(ctx context.Context, c ConsumerConfig, deliver func(ctx c
 		// Each buffered event's AckWait is already running: buffer no more
 		// than the workers take.
 		jetstream.PullMaxMessages(workers),
+		// A pull that fails (the consumer's group has no leader yet, just
+		// created or after a node left) is made again only once its
+		// heartbeats are missed: short pulls keep that to seconds, not the
+		// default 30.
+		jetstream.PullExpiry(5*time.Second),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			if ctx.Err() == nil {
 				n.log.Debug("fleet: pulling events", "consumer", c.Name, "err", err)

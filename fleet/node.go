@@ -28,6 +28,8 @@ type Node struct {
 
 	buckets map[string]jetstream.KeyValue
 	events  jetstream.Stream
+	// eventsSig wakes the readers of the events stream (read.go).
+	eventsSig eventsSignal
 
 	closed chan struct{} // closed by the connection's ClosedHandler
 

@@ -35,6 +35,29 @@ const defaultSince = time.Minute
 // maxStreamBatch bounds the events read per wake-up.
 const maxStreamBatch = 500
 
+// EventLog is what the event stream reads: events in order after a
+// position, a signal of new ones, and the position before a time.
+// storage.DB is one; a fleet's events stream is another, whose events
+// include lines this node does not serve.
+type EventLog interface {
+	// EventsChanged is closed when events may have been added: taken
+	// before Events, so that nothing added in between is missed.
+	EventsChanged() <-chan struct{}
+	// Events returns up to max events after the position after, oldest
+	// first, each with its position as Seq.
+	Events(ctx context.Context, after uint64, max int) ([]storage.Event, error)
+	// EventsBefore is the position of the last event before at (Unix ms).
+	EventsBefore(ctx context.Context, at int64) (uint64, error)
+}
+
+// eventLog is where the event stream reads.
+func (s *Server) eventLog() EventLog {
+	if s.opts.Events != nil {
+		return s.opts.Events
+	}
+	return s.db
+}
+
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	key := apiKey(ctx)
@@ -44,7 +67,11 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	lines := map[string]storage.Line{}
-	if handles := splitValues(q["line"]); len(handles) > 0 {
+	// Without ?line=, every line the key may use, including, in a fleet,
+	// the lines of other nodes, known by their events.
+	handles := splitValues(q["line"])
+	allLines := len(handles) == 0
+	if len(handles) > 0 {
 		for _, h := range handles {
 			l, err := s.lineFor(r, h, "line")
 			if err != nil {
@@ -93,8 +120,8 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	defer tick.Stop()
 	visible := map[string]bool{} // chat ID → whether the key may see its events
 	for {
-		changed := s.db.EventsChanged()
-		batch, err := s.db.Events(ctx, after, maxStreamBatch)
+		changed := s.eventLog().EventsChanged()
+		batch, err := s.eventLog().Events(ctx, after, maxStreamBatch)
 		if err != nil {
 			return nil // the answer has begun: the client reconnects
 		}
@@ -108,10 +135,19 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		for _, e := range batch {
 			after = e.Seq
 			line, ok := lines[e.LineID]
-			if !ok || !slices.Contains(events, e.Name) {
+			if !ok && allLines && e.LineID != "" {
+				line, ok = s.otherNodesLine(key, e, lines)
+			}
+			if !ok || line.ID == "" || !slices.Contains(events, e.Name) {
 				continue
 			}
-			if ok, err := s.chatVisible(r, line, e.ChatID, visible); err != nil || !ok {
+			if _, local := s.db.LineByID(e.LineID); !local {
+				// A line of another node of the fleet: its chats are
+				// there; the event says whose sandbox chat it is.
+				if line.IsSandbox && (key.Owner == "" || e.SandboxOwner == nil || *e.SandboxOwner != key.Owner) {
+					continue
+				}
+			} else if ok, err := s.chatVisible(r, line, e.ChatID, visible); err != nil || !ok {
 				continue
 			}
 			body, err := s.streamEventBody(e, line)
@@ -229,7 +265,22 @@ func (s *Server) streamStart(r *http.Request) (uint64, error) {
 		}
 		since = n
 	}
-	return s.db.EventsBefore(r.Context(), since)
+	return s.eventLog().EventsBefore(r.Context(), since)
+}
+
+// otherNodesLine is the line of an event recorded by another node of a
+// fleet, as the event describes it, if the key may use it; remembered in
+// lines either way (a zero Line for one it may not).
+func (s *Server) otherNodesLine(key storage.Key, e storage.Event, lines map[string]storage.Line) (storage.Line, bool) {
+	if _, local := s.db.LineByID(e.LineID); local {
+		return storage.Line{}, false // a line of this node the key may not use
+	}
+	l := storage.Line{ID: e.LineID, Handle: e.LineHandle, IsSandbox: e.SandboxOwner != nil}
+	if checkLineAccess(key, l) != nil {
+		l = storage.Line{}
+	}
+	lines[e.LineID] = l
+	return l, l.ID != ""
 }
 
 // chatVisible applies the sandbox's owner rule to a chat's events, as the

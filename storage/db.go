@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -89,6 +90,9 @@ type DB struct {
 	revocations   signal // keys revoked, console sessions ended (keys.go)
 	typing        typingState
 	control       controlFeed // the observer of control records' changes (control.go)
+	// fleetDeliveries: webhooks are delivered by the fleet from its events
+	// stream, so events queue no local deliveries (fleet.go).
+	fleetDeliveries atomic.Bool
 }
 
 // Open opens (creating if needed) the database file db.bolt in dir.

@@ -21,6 +21,15 @@ type Event struct {
 	LineID string `json:"line_id"`
 	ChatID string `json:"chat_id"`
 	At     int64  `json:"at"`
+	// LineHandle is the line's handle when the event was recorded: a
+	// reader on another node of a fleet, which does not serve the line,
+	// shows it.
+	LineHandle string `json:"line_handle,omitempty"`
+	// SandboxOwner is set on the sandbox line's events only: the owner
+	// whose sandbox chat it happened in ("" for a chat no owner is paired
+	// with), as queueEvent found it, so that a reader elsewhere in a fleet
+	// applies the sandbox's rule without the chat.
+	SandboxOwner *string `json:"sandbox_owner,omitempty"`
 	EventSubject
 }
 
@@ -62,6 +71,9 @@ func (db *DB) appendEvent(tx *bolt.Tx, e Event) error {
 		return err
 	}
 	e.Seq, e.ID = seq, NewID("evt_")
+	if l, ok := db.LineByID(e.LineID); ok {
+		e.LineHandle = l.Handle
+	}
 	if err := putJSON(b, u64(seq), e); err != nil {
 		return err
 	}

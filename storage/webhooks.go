@@ -177,12 +177,15 @@ type EventSubject struct {
 // what the event is about: the event is queued if and only if that commits.
 func (db *DB) queueEvent(tx *bolt.Tx, event, lineID, chatID string, subject EventSubject) error {
 	now := nowMillis()
-	if err := db.appendEvent(tx, Event{Name: event, LineID: lineID, ChatID: chatID, At: now, EventSubject: subject}); err != nil {
-		return err
-	}
 	sandboxOwner, err := db.sandboxEventOwner(tx, lineID, chatID)
 	if err != nil {
 		return err
+	}
+	if err := db.appendEvent(tx, Event{Name: event, LineID: lineID, ChatID: chatID, At: now, SandboxOwner: sandboxOwner, EventSubject: subject}); err != nil {
+		return err
+	}
+	if db.fleetDeliveries.Load() {
+		return nil // the fleet's consumers deliver from the events stream
 	}
 	var hooks []Webhook
 	err = lineWebhooks(tx, lineID, func(w Webhook) {

@@ -48,9 +48,14 @@
 //     client; the redirect keeps large ones from passing through NATS in
 //     one message, which the foundation refuses by design.
 //
+// Webhooks are made, listed and deleted on their line's node (routed as
+// the line's other requests are), which shares them with every node
+// through the control plane (package fleet/control).
+//
 // The entry reads the directory from KV at most once a second (a
-// watch-backed cache is not built). Not done here: bodies larger than MaxBody (uploads are
-// answered by the node that receives them, and a message may attach only
-// files stored on its line's node); /v1/events, /v1/webhooks and
-// /v1/sandbox, which belong to the control plane and the events stream.
+// watch-backed cache is not built). Not done here: bodies larger than
+// MaxBody (uploads are answered by the node that receives them, and a
+// message may attach only files stored on its line's node); /v1/events,
+// which reads the fleet's events stream on every node (package
+// fleet/relay), and /v1/sandbox, the sandbox line's own.
 package route

@@ -22,7 +22,7 @@ import (
 
 // NotHereCodes are the codes of the API's 404s that say what the request
 // names is not on this node: it may be on another.
-var NotHereCodes = []string{"line_not_found", "chat_not_found", "message_not_found", "outbox_item_not_found", "file_not_found"}
+var NotHereCodes = []string{"line_not_found", "chat_not_found", "message_not_found", "outbox_item_not_found", "file_not_found", "webhook_not_found"}
 
 // notHere reports whether an answer says what the request names is not on
 // the node that answered: a "not here" 404, or for a signed download URL
@@ -69,8 +69,13 @@ var routed = map[string]int{
 	"POST /v1/groups/leave":        kindLine,
 	"GET /v1/availability":         kindLine,
 	"GET /v1/files":                kindLine, // a file's metadata: redirects to its signed URL
-	"GET /files/":                  kindDownload,
-	"HEAD /files/":                 kindDownload,
+	// A webhook is made, listed and deleted on its line's node, which
+	// shares it through the control plane with every node.
+	"GET /v1/webhooks":    kindLine,
+	"POST /v1/webhooks":   kindLine,
+	"DELETE /v1/webhooks": kindLine,
+	"GET /files/":         kindDownload,
+	"HEAD /files/":        kindDownload,
 }
 
 // Routed reports whether r is a request the entry may send to another
