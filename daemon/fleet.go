@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/blueline-app/blueline/fleet/route"
 	"github.com/blueline-app/blueline/metrics"
 	"github.com/blueline-app/blueline/server"
+	"github.com/blueline-app/blueline/storage"
 )
 
 // startFleet makes this host a node of the fleet its [fleet] section names:
@@ -145,10 +147,30 @@ func (d *Daemon) fleetRouting(srv *server.Server, api http.Handler, mtr *metrics
 	if d.fleet == nil {
 		return api, nil
 	}
-	a := route.API{Routes: srv.Routes(), AsCaller: server.WithCaller, Authenticate: srv.Authenticate}
+	a := route.API{Routes: srv.Routes(), AsCaller: server.WithCaller, Authenticate: srv.Authenticate, Files: fleetFiles{d}}
 	if _, err := route.Serve(d.fleet, a, 0, log); err != nil {
 		return nil, err
 	}
 	entry := route.NewEntry(route.EntryOptions{Node: d.fleet, Directory: d.fleetDir, API: a, Log: log, Observe: mtr.Forwards()})
 	return entry.Handler(api), nil
+}
+
+// fleetFiles is the node's file store as the fleet's routing shares it.
+type fleetFiles struct{ d *Daemon }
+
+func (f fleetFiles) Shared(ctx context.Context, id string) (storage.File, string, bool) {
+	file, err := f.d.db.FileByID(ctx, id)
+	if err != nil {
+		return storage.File{}, "", false
+	}
+	return file, f.d.files.URL(id, time.Now()), true
+}
+
+func (f fleetFiles) Has(ctx context.Context, id string) bool {
+	ok, err := f.d.db.HasFile(ctx, id)
+	return ok && err == nil
+}
+
+func (f fleetFiles) Adopt(ctx context.Context, file storage.File, body io.Reader) error {
+	return f.d.files.Adopt(ctx, file, body)
 }

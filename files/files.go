@@ -134,7 +134,35 @@ func (s *Store) Save(ctx context.Context, body io.Reader, name, mimeType string,
 	if err != nil {
 		return storage.File{}, err
 	}
-	f := storage.File{ID: storage.NewID("file_"), Filename: SanitizeFilename(name), MimeType: mimeType, FileScope: scope}
+	f := storage.File{ID: storage.NewID("file_"), Filename: SanitizeFilename(name), MimeType: mimeType, FileScope: scope,
+		CreatedAt: time.Now().UnixMilli()}
+	return s.store(ctx, f, body)
+}
+
+// Adopt stores body as f, a file another node of a fleet stored (its ID,
+// name, type, scope and time kept), so that a message sent here can carry
+// it. Its size must be f's. Limits and atomicity are Save's.
+func (s *Store) Adopt(ctx context.Context, f storage.File, body io.Reader) error {
+	if !storage.IDShaped(f.ID, "file_") {
+		return fmt.Errorf("adopt file: %q is not a file ID", f.ID)
+	}
+	mimeType, err := mediatype.Parse(f.MimeType)
+	if err != nil {
+		return err
+	}
+	want := f.Size
+	f.Filename, f.MimeType = SanitizeFilename(f.Filename), mimeType
+	if f, err = s.store(ctx, f, body); err == nil && f.Size != want {
+		s.db.DeleteFile(ctx, f.ID)
+		os.Remove(s.Path(f.ID))
+		err = fmt.Errorf("%w: %d bytes of %d", ErrIncomplete, f.Size, want)
+	}
+	return err
+}
+
+// store streams body into f's blob and stores f with its size: nothing is
+// left behind on a failure.
+func (s *Store) store(ctx context.Context, f storage.File, body io.Reader) (storage.File, error) {
 	blob := s.Path(f.ID)
 	tmp, err := os.CreateTemp(s.dir, tempPrefix+"*")
 	if err != nil {
@@ -153,7 +181,6 @@ func (s *Store) Save(ctx context.Context, body io.Reader, name, mimeType string,
 	}
 	// The rename is durable only once the folder is synced; metadata must
 	// not commit before it.
-	f.CreatedAt = time.Now().UnixMilli()
 	err = syncDir(s.dir)
 	if err == nil {
 		err = s.db.PutFile(ctx, f)

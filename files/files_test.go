@@ -510,3 +510,37 @@ func BenchmarkSave(b *testing.B) {
 		os.Remove(s.Path(f.ID))
 	}
 }
+
+// A file another node stored is adopted whole, under its own ID and
+// metadata; one cut short, or of another size, leaves nothing behind.
+func TestAdopt(t *testing.T) {
+	s, db, _ := openStore(t, files.Options{})
+	f := storage.File{ID: storage.NewID("file_"), Filename: "memo.m4a", MimeType: "audio/mp4", Size: 5, CreatedAt: 1_700_000_000_000,
+		FileScope: storage.FileScope{Owner: "ann"}}
+	if err := s.Adopt(t.Context(), f, strings.NewReader("hello")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.FileByID(t.Context(), f.ID)
+	if err != nil || got != f {
+		t.Fatalf("adopted %+v, %v; want %+v", got, err, f)
+	}
+	if b, err := os.ReadFile(s.Path(f.ID)); err != nil || string(b) != "hello" {
+		t.Fatalf("blob %q, %v", b, err)
+	}
+	short := f
+	short.ID, short.Size = storage.NewID("file_"), 10
+	if err := s.Adopt(t.Context(), short, strings.NewReader("hello")); !errors.Is(err, files.ErrIncomplete) {
+		t.Errorf("a file shorter than its size: %v", err)
+	}
+	if ok, _ := db.HasFile(t.Context(), short.ID); ok {
+		t.Error("a file cut short was kept")
+	}
+	if _, err := os.Stat(s.Path(short.ID)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("its blob: %v", err)
+	}
+	bad := f
+	bad.ID = "../etc/passwd"
+	if err := s.Adopt(t.Context(), bad, strings.NewReader("hello")); err == nil {
+		t.Error("an ID that is not a file ID was adopted")
+	}
+}

@@ -242,6 +242,9 @@ func (e *Entry) elsewhere(w http.ResponseWriter, r *http.Request, body []byte, k
 		return
 	}
 	req := fleet.Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: requestHeader(r, key), Body: body}
+	if r.Method == http.MethodPost {
+		shareFiles(r.Context(), e.o.API.Files, req.Header, body)
+	}
 
 	if named := lineNamed(r, body, code, param); named != "" {
 		// The request names a line: its node answers, or this one when

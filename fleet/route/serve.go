@@ -24,6 +24,9 @@ type API struct {
 	// Authenticate finds the key a request carries, without counting it
 	// ((*server.Server).Authenticate).
 	Authenticate func(r *http.Request) (storage.Key, error)
+	// Files is the node's file store, for the files a message sent from
+	// another node's line attaches (files.go); nil shares none.
+	Files Files
 }
 
 // Headers a forwarded request carries besides the client's: the verified
@@ -65,6 +68,7 @@ func Serve(node *fleet.Node, api API, maxConcurrent int, log *slog.Logger) (*fle
 }
 
 func serveHandler(api API, limit int, log *slog.Logger) fleet.Handler {
+	fetch := &http.Client{}
 	return func(ctx context.Context, req fleet.Request) fleet.Response {
 		ctx = httpapi.WithRequestID(ctx, req.Header.Get(hdrRequestID))
 		if raw := req.Header.Get(hdrCaller); raw != "" {
@@ -75,6 +79,7 @@ func serveHandler(api API, limit int, log *slog.Logger) fleet.Handler {
 			}
 			ctx = api.AsCaller(ctx, c.key())
 		}
+		adoptFiles(ctx, api.Files, fetch, req.Header, log)
 		target := req.Path
 		if req.Query != "" {
 			target += "?" + req.Query
