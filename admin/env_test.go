@@ -101,7 +101,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		StreamsPerKey: lim.StreamsPerKey, StreamLifetime: lim.StreamLifetime.Duration}, log)
 	recv := delivery.NewReceiver(db, store)
 	opts := admin.Options{
-		API: srv.AsHost(), Inbound: recv, Simulator: network, SimAvailability: network.SetAvailability,
+		API: server.AsHost(srv.Handler()), Inbound: recv, Simulator: network, SimAvailability: network.SetAvailability,
 		WebhookTester: webhook.NewTester(webhookOpts()), Metrics: metrics.New(db, log).Handler(),
 		Dashboard: console.NewSignIns(db, baseURL),
 	}

@@ -57,6 +57,7 @@ func lineByID(lines []api.Line, id string) (api.Line, bool) {
 // lineHealth is one line's row on the overview.
 type lineHealth struct {
 	api.Line
+	Node         string // in a fleet, the node serving the line
 	Bridge       string
 	OK           bool
 	Reason, Info string
@@ -99,6 +100,21 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		}
 		rows[i].Doctor = rows[i].Bridge == "messages" && (!rows[i].OK || (l.Health != nil && len(messages.HealthProblems(l.Health.Summary)) > 0))
 	}
+	// In a fleet: each line's node, and the nodes (the admin socket's
+	// answer; none without [fleet]).
+	var fleet api.FleetStatus
+	if err := c.call(r, true, http.MethodGet, "/fleet", nil, &fleet); err == nil {
+		for i := range rows {
+			j := slices.IndexFunc(fleet.Lines, func(fl api.FleetLine) bool { return fl.Handle == rows[i].Handle })
+			if j < 0 {
+				continue
+			}
+			rows[i].Node = fleet.Lines[j].Node
+			if fleet.Lines[j].Node != fleet.Node {
+				rows[i].OK, rows[i].Reason = fleet.Lines[j].Up, "its node "+fleet.Lines[j].Node+" is down"
+			}
+		}
+	}
 	var workers []api.Check
 	for _, ch := range checks {
 		if !strings.HasPrefix(ch.Name, "line ") {
@@ -114,7 +130,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	data := map[string]any{
 		"Lines": rows, "Workers": workers, "Queues": queues, "FailedToday": failedToday,
 		"Version": c.opts.Version, "Uptime": c.now().Sub(c.opts.Started).Round(time.Second).String(), "Started": c.opts.Started.UnixMilli(),
-		"GoVersion": runtime.Version(), "OS": runtime.GOOS + "/" + runtime.GOARCH,
+		"GoVersion": runtime.Version(), "OS": runtime.GOOS + "/" + runtime.GOARCH, "Fleet": fleet,
 	}
 	if c.opts.TLS != nil {
 		data["TLS"] = c.opts.TLS()

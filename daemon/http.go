@@ -64,8 +64,17 @@ func (d *Daemon) newServer(cfg *config.Config, mtr *metrics.Metrics, guards guar
 // handed what it calls.
 func (d *Daemon) servers(cfg *config.Config, o options, baseURL string, srv *server.Server, mtr *metrics.Metrics, hookOpts webhook.Options) (web, adm *http.Server, err error) {
 	log := d.log
+	// The API's routes; in a fleet, with the entry in front that sends
+	// line-scoped requests to the node of their line. The console, the
+	// admin socket and MCP call the API through them too, so that each
+	// sees the whole fleet.
+	routes, err := d.fleetRouting(srv, srv.Routes(), mtr, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	apiHandler := srv.Middleware(routes)
 	adminOpts := admin.Options{
-		API: srv.AsHost(), Inbound: d.receiver, Simulator: d.sim, SimAvailability: d.sim.SetAvailability,
+		API: server.AsHost(apiHandler), Inbound: d.receiver, Simulator: d.sim, SimAvailability: d.sim.SetAvailability,
 		WebhookTester: webhook.NewTester(hookOpts), Metrics: mtr.Handler(),
 	}
 	if cfg.Dashboard.On() {
@@ -76,16 +85,10 @@ func (d *Daemon) servers(cfg *config.Config, o options, baseURL string, srv *ser
 		adminOpts.FleetLines = fleetLines{d.fleet}
 	}
 	admins := admin.New(d.db, srv, adminOpts, log)
-	// The API's routes; in a fleet, with the entry in front that sends
-	// line-scoped requests to the node of their line.
-	routes, err := d.fleetRouting(srv, srv.Routes(), mtr, log)
-	if err != nil {
-		return nil, nil, err
-	}
 	// MCP for agents: its tools call the API's own handler in process, as
 	// the request's key (in a fleet, routed as the listener's requests are).
 	mcp := mcpserver.NewHandler(mcpserver.HandlerOptions{
-		API: srv.Middleware(routes),
+		API: apiHandler,
 		CheckKey: func(ctx context.Context, authorization string, scopes ...string) error {
 			return clientError(srv.CheckKey(ctx, authorization, scopes...))
 		},
@@ -108,7 +111,7 @@ func (d *Daemon) servers(cfg *config.Config, o options, baseURL string, srv *ser
 	if cfg.Dashboard.On() {
 		conOpts := console.Options{
 			DB: d.db, Log: log, BaseURL: baseURL, TrustedProxies: cfg.Server.Proxies(), SessionTTL: cfg.Dashboard.SessionTTL.Duration,
-			Version: o.version, Started: o.started, Health: d.checks, API: srv.Handler(), Admin: admins.Handler(),
+			Version: o.version, Started: o.started, Health: d.checks, API: apiHandler, Admin: admins.Handler(),
 			StreamsPerSession: cfg.Limits.StreamsPerKey, StreamLifetime: cfg.Limits.StreamLifetime.Duration,
 		}
 		if d.api.tls != nil {

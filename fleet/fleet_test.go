@@ -160,7 +160,7 @@ func TestMain(m *testing.M) {
 // forwarded requests: the subscription travels over the routes.
 func waitInterest(t *testing.T, from *Node, node string) {
 	t.Helper()
-	testkit.Eventually(t, 2*time.Second, func() bool {
+	testkit.Eventually(t, settle, func() bool {
 		return from.Server().GlobalAccount().SubscriptionInterest(from.forwardSubject(node))
 	})
 }
@@ -209,7 +209,7 @@ func TestKVWriteSeenByWatchers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, s := range watchers {
-		testkit.Eventually(t, time.Second, func() bool {
+		testkit.Eventually(t, settle, func() bool {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			e, ok := s.m["key_watch1"]
@@ -225,7 +225,7 @@ func TestKVWriteSeenByWatchers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range watchers {
-		testkit.Eventually(t, time.Second, func() bool {
+		testkit.Eventually(t, settle, func() bool {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			return s.m["key_watch1"].Deleted
@@ -263,7 +263,7 @@ func TestKVCompareAndSet(t *testing.T) {
 		t.Fatalf("Delete at a stale revision: %v, want ErrConflict", err)
 	}
 	// A Get is answered by any replica, so a's may lag a moment.
-	testkit.Eventually(t, time.Second, func() bool {
+	testkit.Eventually(t, settle, func() bool {
 		e, err := a.Get(ctx, "whk_cas")
 		return err == nil && e.Value.Owner == "b" && e.Revision == rev2
 	})
@@ -430,7 +430,7 @@ func TestNodeNeedsSecret(t *testing.T) {
 	t.Logf("the stranger's log:\n%s", buf.String())
 	// The members logged the refused routes, and still have their routes
 	// among themselves only.
-	testkit.Eventually(t, 2*time.Second, func() bool { return strings.Contains(c.logsText(), `authentication error - User`) })
+	testkit.Eventually(t, settle, func() bool { return strings.Contains(c.logsText(), `authentication error - User`) })
 	if got := c.node(0).Server().NumRoutes(); got != before {
 		t.Errorf("node a has %d routes, had %d", got, before)
 	}
@@ -541,7 +541,7 @@ func TestConsumerRetry(t *testing.T) {
 		t.Logf("redelivered after %s", wait.Round(time.Millisecond))
 	}
 	// Acknowledged once: nothing pending, nothing to redeliver.
-	testkit.Eventually(t, 3*time.Second, func() bool {
+	testkit.Eventually(t, settle, func() bool {
 		info, err := c.node(0).ConsumerInfo(ctx, cfg.Name)
 		return err == nil && info.AckFloor.Stream == ack.Seq && info.NumAckPending == 0 && info.NumRedelivered == 0 && info.NumPending == 0
 	})
@@ -588,7 +588,7 @@ func TestDirectory(t *testing.T) {
 	}
 	dirB, _ := c.node(1).Directory(DirectoryOptions{Interval: time.Second, Clock: clock})
 	var e Entry[LineEntry]
-	testkit.Eventually(t, time.Second, func() bool { // any replica answers: it may lag
+	testkit.Eventually(t, settle, func() bool { // any replica answers: it may lag
 		e, err = dirB.Lookup(ctx, "lin_dir1")
 		return err == nil
 	})
@@ -602,7 +602,7 @@ func TestDirectory(t *testing.T) {
 	if err := dirA.Refresh(ctx); err != nil { // a refresh brings it back
 		t.Fatal(err)
 	}
-	testkit.Eventually(t, time.Second, func() bool { // any replica answers: it may lag
+	testkit.Eventually(t, settle, func() bool { // any replica answers: it may lag
 		e, err := dirB.Lookup(ctx, "lin_dir1")
 		return err == nil && dirB.Up(e.Value)
 	})
@@ -621,7 +621,7 @@ func TestDirectory(t *testing.T) {
 	advance(time.Hour)
 	stop := dirA.Run(context.Background())
 	defer stop()
-	testkit.Eventually(t, 2*time.Second, func() bool {
+	testkit.Eventually(t, settle, func() bool {
 		e, err := dirB.Lookup(ctx, "lin_dir1")
 		return err == nil && e.Value.UpdatedAt.Equal(clock())
 	})
@@ -629,7 +629,7 @@ func TestDirectory(t *testing.T) {
 	if err := dirA.Release(ctx, "lin_dir1"); err != nil {
 		t.Fatal(err)
 	}
-	testkit.Eventually(t, time.Second, func() bool {
+	testkit.Eventually(t, settle, func() bool {
 		_, err := dirB.Lookup(ctx, "lin_dir1")
 		return errors.Is(err, ErrNotFound)
 	})
@@ -658,7 +658,7 @@ func TestForwardToStoppedNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	var took time.Duration
-	testkit.Eventually(t, 2*time.Second, func() bool {
+	testkit.Eventually(t, settle, func() bool {
 		start := time.Now()
 		_, err := c.node(0).Forward(ctx, "c", Request{Method: "GET", Path: "/"})
 		took = time.Since(start)
@@ -740,3 +740,8 @@ func TestTwoNodesRefused(t *testing.T) {
 		t.Errorf("error %.600s\nsays neither how many peers there are nor why two do not do", msg)
 	}
 }
+
+// settle bounds what the fleet does in a fraction of a second (a write
+// seen by a watcher, a log line, a redelivery): far above it, so that a
+// loaded machine does not fail the tests. The figures are the benchmark's.
+const settle = 10 * time.Second

@@ -57,11 +57,11 @@ func (u *keyUse) touch(ctx context.Context, k storage.Key, now time.Time) {
 	go u.db.TouchKey(context.WithoutCancel(ctx), k.ID, now.UnixMilli())
 }
 
-// AsHost is the API for the admin socket: each request acts as a key with
-// every scope and every line, with the owner api.OwnerHeader names (none by
-// default). Only the daemon's user reaches the socket (package adminsock).
-func (s *Server) AsHost() http.Handler {
-	h := s.Handler()
+// AsHost is api (the API's handler: Handler, or in a fleet the routed
+// one) for the admin socket: each request acts as a key with every scope
+// and every line, with the owner api.OwnerHeader names (none by default).
+// Only the daemon's user reaches the socket (package adminsock).
+func AsHost(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		k := storage.Key{ID: "host", Label: "admin socket", Scopes: api.Scopes, Owner: strings.TrimSpace(r.Header.Get(api.OwnerHeader))}
 		h.ServeHTTP(w, r.WithContext(WithCaller(r.Context(), k)))

@@ -12,6 +12,12 @@ import (
 // the request first (authenticated, counted) and then forwards the
 // verified key record, never the secret, to the node of the request's line
 // (package fleet/route).
+//
+// A request made in process (the console, the admin socket, MCP: see
+// WithCaller) is its caller's.
 func (s *Server) Authenticate(r *http.Request) (storage.Key, error) {
+	if k, ok := inProcessCaller(r.Context()); ok {
+		return k, nil
+	}
 	return s.keyFor(r.Context(), r.Header.Get("Authorization"))
 }
