@@ -1,10 +1,9 @@
-// Package fleet is the foundation of fleet mode (issue 27): several
-// Blueline hosts serving one API over NATS JetStream, embedded
-// (nats-server as a library) or an existing NATS. It imports nothing of
-// Blueline's, and nothing starts it yet: the daemon does not call Start, no
-// API request is forwarded, no key or webhook is read from its buckets,
-// and no event is published to its stream. Those are wired later, on top of
-// what is here:
+// Package fleet is the foundation of fleet mode: several Blueline hosts
+// serving one API over NATS JetStream, embedded (nats-server as a library)
+// or an existing NATS. It imports nothing of Blueline's. The daemon starts a
+// node when [fleet] is set (daemon/fleet.go) and builds on it: the control
+// plane (package fleet/control), the routing of line-scoped requests
+// (fleet/route) and the events and webhooks (fleet/relay). Here:
 //
 //   - A node (Start, Close): an embedded NATS server named after the node,
 //     its client port on loopback (port 0 is a free port, never NATS's
@@ -64,17 +63,20 @@
 //     durable pull consumer per webhook (EnsureConsumer), explicit ack;
 //     Consume delivers on a few workers and retries with NakWithDelay of the
 //     schedule's wait for the attempt (NumDelivered, counted across nodes),
-//     terminating the last attempt. Generic bytes and headers: reading the
-//     daemon's event log into it comes later.
+//     terminating the last attempt. Generic bytes and headers (package
+//     fleet/relay reads the daemon's event log into it).
+//
+//   - Heartbeats (Beat, Nodes: bucket "<prefix>_nodes") and Status (the
+//     stream's, buckets' and consumers' state) for `blueline fleet status`.
 //
 // The control records' replication between a host's bbolt and the
 // buckets, and the join (seed, reconcile or refuse), are package
 // fleet/control's.
 //
-// Not done here: the daemon's wiring and the [fleet] settings' hand-over;
-// fencing forwarded
-// requests with the directory revision; heartbeats of nodes (a "nodes"
-// bucket with TTL markers); the CLI's fleet status and remove-node; route
-// TLS from the [tls] section's ACME certificates; a hard-kill (SIGKILL,
-// SIGSTOP) test of a node.
+// Not done: fencing forwarded requests with the directory revision;
+// heartbeats with TTL markers (a node is down when its heartbeat is older
+// than three beats, by the reader's clock); `blueline fleet remove-node`
+// (JetStream's peer remove); route TLS from the [tls] section's ACME
+// certificates (refused at start with a message); a SIGSTOP (frozen node)
+// test. SIGKILL of a node is tested end to end (e2e/fleet_test.go).
 package fleet

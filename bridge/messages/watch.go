@@ -561,7 +561,8 @@ func (w *watcher) logFlood() {
 		return
 	}
 	w.flood = floodStats{}
-	w.b.health.counted(f.rows, 0, f.screened)
+	// Logged before counted: whoever sees the count can read the line.
+	defer w.b.health.counted(f.rows, 0, f.screened)
 	if f.rows > 0 {
 		w.b.log.Warn("old messages written again to chat.db (Messages in iCloud replaying history?): stored as history, without events",
 			"rows", f.rows, "oldest", f.oldest.UTC().Format(time.RFC3339), "newest", f.youngest.UTC().Format(time.RFC3339),
