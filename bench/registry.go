@@ -142,4 +142,18 @@ var registry = []entry{
 		QuickBench: "^BenchmarkSlowHeaders$/^cap=4096$",
 		Metrics:    []string{"conns-taken", "heap+stack-KiB/conn", "rss-MiB", "fresh-request-s"},
 	},
+	{
+		Name:     "fleet",
+		Measures: "a fleet of three nodes on loopback: a forwarded read against a local one, events/s from a line to a webhook through the stream, a key change until every node has it",
+		Pkg:      "./e2e", Bench: "^BenchmarkFleet$", Funcs: []string{"BenchmarkFleet"},
+		Benchtime: "1000x", QuickBenchtime: "100x",
+		Metrics: []string{"local-p50-ms", "local-p99-ms", "fwd-p50-ms", "fwd-p99-ms", "events/s", "key-p50-ms", "key-max-ms", "revoke-p50-ms"},
+	},
+	{
+		Name:     "fleet-memory",
+		Measures: "memory of a fleet node's process (embedded NATS, stream, buckets, a webhook consumer) against a single host's, idle",
+		Pkg:      "./e2e", Bench: "^BenchmarkFleetNodeMemory$", Funcs: []string{"BenchmarkFleetNodeMemory"},
+		Benchtime: "1x",
+		Metrics:   []string{"node-rss-MiB", "node-anon-MiB", "single-rss-MiB", "single-anon-MiB"},
+	},
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // buildBinary builds the daemon the way the README says, into a temp folder.
-func buildBinary(t *testing.T) string {
+func buildBinary(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "blueline")
 	cmd := exec.Command("go", "build", "-o", bin, ".")
@@ -57,7 +57,7 @@ func serveBinary(td *testDaemon, bin string) *exec.Cmd {
 // processTestDaemon is a test daemon for the blueline binary to serve, on
 // a port of its own that stays the same across restarts; writeConfig writes
 // its configuration, extra appended.
-func processTestDaemon(t *testing.T) (td *testDaemon, writeConfig func(extra string)) {
+func processTestDaemon(t testing.TB) (td *testDaemon, writeConfig func(extra string)) {
 	dir := t.TempDir()
 	addr := freePort(t)
 	td = &testDaemon{t: t, cfgPath: filepath.Join(dir, "blueline.toml"), dataDir: filepath.Join(dir, "data"), base: "http://" + addr}

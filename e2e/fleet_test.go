@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,7 +35,7 @@ type fleetProc struct {
 // configuration, extra appended) together, as each waits for the others
 // to elect JetStream's leader; it returns once every node answers on its
 // admin socket.
-func startFleetProcs(t *testing.T, n int, extra string) []*fleetProc {
+func startFleetProcs(t testing.TB, n int, extra string) []*fleetProc {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -105,11 +106,11 @@ const fleetHooks = "[webhooks]\nallow_http = true\nallow_private_networks = true
 
 // waitKey waits until every node in procs knows key (the control plane
 // shares it through KV).
-func waitKey(t *testing.T, key string, procs ...*fleetProc) {
+func waitKey(t testing.TB, key string, procs ...*fleetProc) {
 	t.Helper()
 	for _, p := range procs {
 		testkit.Eventually(t, 5*time.Second, func() bool {
-			return p.call("GET", "/v1/webhooks?from="+p.line, key, nil).Status != 401
+			return p.call("GET", "/v1/webhooks?"+url.Values{"from": {p.line}}.Encode(), key, nil).Status != 401
 		})
 	}
 }
