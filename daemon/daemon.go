@@ -82,26 +82,17 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	if d.lines, err = d.db.SyncLines(ctx, configuredLines(cfg)); err != nil {
 		return nil, err
 	}
-	if d.fleet, err = d.startFleet(ctx, cfg, log); err != nil {
+	if d.api, err = listenAPI(cfg, log); err != nil {
 		return nil, err
 	}
-	if d.fleet != nil {
-		undo = append(undo, d.fleet.Close)
-		if d.fleetDir, err = d.fleet.Directory(fleet.DirectoryOptions{Lines: d.fleetLines}); err != nil {
-			return nil, err
-		}
-	}
-	if err = d.startControl(ctx, &undo); err != nil {
+	undo = append(undo, d.api.Close)
+	if err = d.joinFleet(ctx, cfg, &undo); err != nil {
 		return nil, err
 	}
 	if d.bridges, err = openBridges(ctx, cfg, d.db, d.lines, d.sim, log); err != nil {
 		return nil, err
 	}
 	undo = append(undo, func() error { closeBridges(d.bridges); return nil })
-	if d.api, err = listenAPI(cfg, log); err != nil {
-		return nil, err
-	}
-	undo = append(undo, d.api.Close)
 	baseURL := d.api.publicBaseURL(cfg)
 	d.baseURL = baseURL
 	d.files, err = files.Open(ctx, filepath.Join(cfg.DataDir(), "files"), d.db, files.Options{

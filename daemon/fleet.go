@@ -3,7 +3,6 @@ package daemon
 import (
 	"cmp"
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,6 +16,20 @@ import (
 	"github.com/blueline-app/blueline/server"
 	"github.com/blueline-app/blueline/storage"
 )
+
+// joinFleet makes this host a node of its fleet, when [fleet] says so:
+// the node, the line directory, the control plane. What it starts is
+// appended to undo, for a start that fails later.
+func (d *Daemon) joinFleet(ctx context.Context, cfg *config.Config, undo *[]func() error) (err error) {
+	if d.fleet, err = d.startFleet(ctx, cfg, d.log); err != nil || d.fleet == nil {
+		return err
+	}
+	*undo = append(*undo, d.fleet.Close)
+	if d.fleetDir, err = d.fleet.Directory(fleet.DirectoryOptions{Lines: d.fleetLines}); err != nil {
+		return err
+	}
+	return d.startControl(ctx, undo)
+}
 
 // startFleet makes this host a node of the fleet its [fleet] section names:
 // its embedded NATS server (or a connection to the team's NATS), and the
@@ -45,10 +58,19 @@ func (d *Daemon) startFleet(ctx context.Context, cfg *config.Config, log *slog.L
 			o.ClientTLS = t
 		}
 	case config.FleetTLSACME:
-		if len(f.Routes) > 0 || f.URL != "" {
-			// Not built yet: ACME certificates as the routes' mutual TLS
-			// (an ACME certificate may not be usable as a client's).
-			return nil, errors.New("[fleet]: routes over the [tls] section's ACME certificates are not supported yet; set [fleet] tls_cert, tls_key and tls_ca")
+		// The API's certificates, for the names in the routes: the routes
+		// are encrypted and each node proves its name; a dialing node
+		// proves the fleet's secret (an ACME certificate may not serve as
+		// a client's).
+		roots, err := cfg.TLSRoots()
+		if err != nil {
+			return nil, err
+		}
+		t := fleet.RouteTLSFromCertificate(d.api.tls.GetCertificate, roots)
+		if f.Embedded() {
+			o.RouteTLS = t
+		} else {
+			o.ClientTLS = t
 		}
 	}
 	n, err := fleet.Start(ctx, o)

@@ -21,8 +21,9 @@
 //     URLs are given without credentials; the node adds them. With
 //     Options.URL, credentials in the URL are used, else the secret is sent
 //     as a token. Routes take mutual TLS when Options.RouteTLS is set
-//     (RouteTLSFromFiles); the [tls] section's ACME certificates are not
-//     turned into a RouteTLS yet.
+//     (RouteTLSFromFiles), or server-authenticated TLS with a
+//     certificate the node has for its name (RouteTLSFromCertificate: the
+//     [tls] section's ACME certificates).
 //
 //   - The control plane in JetStream KV: buckets "<prefix>_keys", _webhooks,
 //     _sandbox, _sessions (per-key TTLs) and _lines, through Bucket[T] (JSON
@@ -76,7 +77,5 @@
 // Not done: fencing forwarded requests with the directory revision;
 // heartbeats with TTL markers (a node is down when its heartbeat is older
 // than three beats, by the reader's clock); `blueline fleet remove-node`
-// (JetStream's peer remove); route TLS from the [tls] section's ACME
-// certificates (refused at start with a message); a SIGSTOP (frozen node)
-// test. SIGKILL of a node is tested end to end (e2e/fleet_test.go).
+// (JetStream's peer remove); a SIGSTOP (frozen node) test. SIGKILL of a node is tested end to end (e2e/fleet_test.go).
 package fleet

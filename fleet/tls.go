@@ -33,3 +33,19 @@ func RouteTLSFromFiles(certFile, keyFile, caFile string) (*tls.Config, error) {
 		ClientAuth:   tls.RequireAndVerifyClientCert,
 	}, nil
 }
+
+// RouteTLSFromCertificate is the routes' TLS configuration from a
+// certificate this node already has for its name, such as the API's from
+// an ACME CA (getCert): the routes are encrypted and each node proves its
+// name to the peers that dial it, whose roots verify it; a dialing peer
+// proves nothing by certificate (an ACME CA's certificates may not be
+// usable as a client's) but by the route password derived from the fleet's
+// secret, without which no route is accepted.
+func RouteTLSFromCertificate(getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error), roots *x509.CertPool) *tls.Config {
+	return &tls.Config{
+		MinVersion:     tls.VersionTLS12,
+		GetCertificate: getCert,
+		RootCAs:        roots,
+		ClientAuth:     tls.NoClientCert,
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -174,5 +175,49 @@ func TestExistingNATS(t *testing.T) {
 	waitInterest(t, c.node(2), "d")
 	if resp, err := c.node(2).Forward(ctx, "d", Request{Method: "POST", Path: "/"}); err != nil || resp.Status != http.StatusAccepted {
 		t.Errorf("c → d: %d, %v", resp.Status, err)
+	}
+}
+
+// Routes with the TLS of a certificate each node has for its name (as an
+// ACME CA issues them): encrypted, the accepting node proving its name,
+// the dialing one its secret; the cluster forms and works over them.
+func TestRouteTLSFromCertificate(t *testing.T) {
+	dir := t.TempDir()
+	ca, certs, keys := writePKI(t, dir, "a", "b", "c")
+	pem, err := os.ReadFile(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	c, err := startTestCluster(filepath.Join(dir, "nodes"), 3, func(i int, o *Options) {
+		name := string(rune('a' + i))
+		cert, err := tls.LoadX509KeyPair(certs[name], keys[name])
+		if err != nil {
+			t.Error(err)
+		}
+		o.RouteTLS = RouteTLSFromCertificate(func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }, roots)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.close)
+	dumpOnFailure(t, c)
+	for _, n := range c.nodes {
+		v, err := n.Server().Varz(nil)
+		if err != nil || !v.Cluster.TLSRequired {
+			t.Errorf("node %s's cluster: TLS required %v (%v)", n.Name(), v.Cluster.TLSRequired, err)
+		}
+	}
+	srv, err := c.node(2).Serve(func(ctx context.Context, req Request) Response {
+		return Response{Status: http.StatusOK, Body: []byte("over TLS")}
+	}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	waitInterest(t, c.node(0), "c")
+	if resp, err := c.node(0).Forward(ctxFor(t, 10*time.Second), "c", Request{Method: "GET", Path: "/"}); err != nil || string(resp.Body) != "over TLS" {
+		t.Errorf("forward over TLS routes: %q, %v", resp.Body, err)
 	}
 }

@@ -370,3 +370,10 @@ func (t *TLS) State() string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// GetCertificate is the certificate for a TLS handshake with hello, from
+// the certificates certmagic manages for the API's domains: for another
+// listener of this host's names (a fleet's routes).
+func (t *TLS) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return t.magic.GetCertificate(hello)
+}
