@@ -244,36 +244,38 @@ func TestKVCompareAndSet(t *testing.T) {
 	a, _ := Open[apiKey](c.node(0), BucketWebhooks)
 	b, _ := Open[apiKey](c.node(1), BucketWebhooks)
 	cc, _ := Open[apiKey](c.node(2), BucketWebhooks)
+	key := fresh("whk_cas") // the cluster outlives a run (-count)
 
-	rev1, err := a.Create(ctx, "whk_cas", apiKey{Owner: "a"}, 0)
+	rev1, err := a.Create(ctx, key, apiKey{Owner: "a"}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Create(ctx, "whk_cas", apiKey{Owner: "b"}, 0); !errors.Is(err, ErrExists) {
+	if _, err := b.Create(ctx, key, apiKey{Owner: "b"}, 0); !errors.Is(err, ErrExists) {
 		t.Fatalf("second Create: %v, want ErrExists", err)
 	}
-	rev2, err := b.Update(ctx, "whk_cas", apiKey{Owner: "b"}, rev1)
+	rev2, err := b.Update(ctx, key, apiKey{Owner: "b"}, rev1)
 	if err != nil {
 		t.Fatalf("Update at the latest revision: %v", err)
 	}
-	if _, err := cc.Update(ctx, "whk_cas", apiKey{Owner: "c"}, rev1); !errors.Is(err, ErrConflict) {
+	if _, err := cc.Update(ctx, key, apiKey{Owner: "c"}, rev1); !errors.Is(err, ErrConflict) {
 		t.Fatalf("Update at a stale revision: %v, want ErrConflict", err)
 	}
-	if err := cc.Delete(ctx, "whk_cas", rev1); !errors.Is(err, ErrConflict) {
+	if err := cc.Delete(ctx, key, rev1); !errors.Is(err, ErrConflict) {
 		t.Fatalf("Delete at a stale revision: %v, want ErrConflict", err)
 	}
 	// A Get is answered by any replica, so a's may lag a moment.
 	testkit.Eventually(t, settle, func() bool {
-		e, err := a.Get(ctx, "whk_cas")
+		e, err := a.Get(ctx, key)
 		return err == nil && e.Value.Owner == "b" && e.Revision == rev2
 	})
 	// Three nodes racing to claim one key: exactly one wins.
 	var wins atomic.Int32
 	var wg sync.WaitGroup
+	race := fresh("whk_race")
 	for i := range 3 {
 		bk, _ := Open[apiKey](c.node(i), BucketWebhooks)
 		wg.Go(func() {
-			_, err := bk.Create(ctx, "whk_race", apiKey{Owner: c.opts[i].Node}, 0)
+			_, err := bk.Create(ctx, race, apiKey{Owner: c.opts[i].Node}, 0)
 			switch {
 			case err == nil:
 				wins.Add(1)
@@ -449,7 +451,8 @@ func TestPublishOnce(t *testing.T) {
 	if _, err := p.Resync(ctx); err != nil { // other tests may have published from a
 		t.Fatal(err)
 	}
-	ev := Event{ID: "a:1001", Topic: "lin_x.once", Header: map[string][]string{"Bl-Local-Seq": {"1001"}}, Data: []byte(`{"n":1}`)}
+	topic := fresh("lin_x.once") // the cluster outlives a run (-count)
+	ev := Event{ID: fresh("a:once-"), Topic: topic, Header: map[string][]string{"Bl-Local-Seq": {"1001"}}, Data: []byte(`{"n":1}`)}
 	first, err := p.Publish(ctx, ev)
 	if err != nil || first.Duplicate {
 		t.Fatalf("first publish: %+v, %v", first, err)
@@ -469,14 +472,14 @@ func TestPublishOnce(t *testing.T) {
 		t.Fatalf("new event with a stale expectation: %v, want ErrWrongLastSequence", err)
 	}
 	id, err := stale.Resync(ctx)
-	if err != nil || id != "a:1001" || stale.LastSeq() != first.Seq {
-		t.Fatalf("Resync = %q, %v (last %d); want a:1001 at %d", id, err, stale.LastSeq(), first.Seq)
+	if err != nil || id != ev.ID || stale.LastSeq() != first.Seq {
+		t.Fatalf("Resync = %q, %v (last %d); want %s at %d", id, err, stale.LastSeq(), ev.ID, first.Seq)
 	}
-	info, err := a.events.Info(ctx, jetstream.WithSubjectFilter("bl.evt.a.lin_x.once"))
+	info, err := a.events.Info(ctx, jetstream.WithSubjectFilter("bl.evt.a."+topic))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := info.State.Subjects["bl.evt.a.lin_x.once"]; n != 1 {
+	if n := info.State.Subjects["bl.evt.a."+topic]; n != 1 {
 		t.Errorf("the stream holds %d copies, want 1", n)
 	}
 }
@@ -486,8 +489,9 @@ func TestPublishOnce(t *testing.T) {
 func TestConsumerRetry(t *testing.T) {
 	c := sharedCluster(t)
 	ctx := ctxFor(t, 15*time.Second)
+	topic := fresh("retry_test") // the cluster outlives a run (-count)
 	cfg := ConsumerConfig{
-		Name: "wh_retry", Topics: []string{"*.*.retry_test"}, AckWait: 5 * time.Second,
+		Name: fresh("wh_retry"), Topics: []string{"*.*." + topic}, AckWait: 5 * time.Second,
 		Schedule: []time.Duration{400 * time.Millisecond, time.Second}, Workers: 2,
 	}
 	if err := c.node(1).EnsureConsumer(ctx, cfg); err != nil {
@@ -518,7 +522,8 @@ func TestConsumerRetry(t *testing.T) {
 	if _, err = pub.Resync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ack, err := pub.Publish(ctx, Event{ID: "a:retry-1", Topic: "lin_r.retry_test", Data: []byte("payload")})
+	evID := fresh("a:retry-")
+	ack, err := pub.Publish(ctx, Event{ID: evID, Topic: "lin_r." + topic, Data: []byte("payload")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -530,8 +535,8 @@ func TestConsumerRetry(t *testing.T) {
 			t.Fatalf("attempt %d never came", i+1)
 		}
 	}
-	if first.d.Attempt != 1 || second.d.Attempt != 2 || first.d.ID != "a:retry-1" || second.d.ID != "a:retry-1" ||
-		first.d.StreamSeq != ack.Seq || second.d.StreamSeq != ack.Seq || first.d.Node != "a" || first.d.Topic != "lin_r.retry_test" ||
+	if first.d.Attempt != 1 || second.d.Attempt != 2 || first.d.ID != evID || second.d.ID != evID ||
+		first.d.StreamSeq != ack.Seq || second.d.StreamSeq != ack.Seq || first.d.Node != "a" || first.d.Topic != "lin_r."+topic ||
 		!bytes.Equal(second.d.Data, []byte("payload")) || first.d.Last || second.d.Last {
 		t.Errorf("deliveries %+v then %+v", first.d, second.d)
 	}
@@ -745,3 +750,10 @@ func TestTwoNodesRefused(t *testing.T) {
 // seen by a watcher, a log line, a redelivery): far above it, so that a
 // loaded machine does not fail the tests. The figures are the benchmark's.
 const settle = 10 * time.Second
+
+var freshNames atomic.Int64
+
+// fresh is name made unique in the test process: the shared cluster
+// outlives a test, and a test run again (-count) must not find its own
+// keys, events or consumers of the run before.
+func fresh(name string) string { return fmt.Sprintf("%s%d", name, freshNames.Add(1)) }
