@@ -97,11 +97,11 @@ var registry = []entry{
 	},
 	{
 		Name:     "messages-first-start",
-		Measures: "first start importing a 1,000,000-row chat.db (time, rate, memory growth), then a restart with 10 new rows",
+		Measures: "first start importing a 1,000,000-row chat.db (time, rate, memory growth, the data folder's size per message), then a restart with 10 new rows",
 		Pkg:      "./e2e", Bench: "^BenchmarkMessagesFirstStart$", Funcs: []string{"BenchmarkMessagesFirstStart"},
 		Benchtime: "1x",
 		QuickEnv:  []string{"BLUELINE_BENCH_ROWS=20000"},
-		Metrics:   []string{"import-s", "msgs/s", "heap-peak-MiB", "rss-peak-MiB", "restart-10-new-ms"},
+		Metrics:   []string{"import-s", "msgs/s", "heap-peak-MiB", "rss-peak-MiB", "bytes/msg", "data-MiB", "restart-10-new-ms"},
 	},
 	{
 		Name:     "messages-idle",

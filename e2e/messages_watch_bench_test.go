@@ -51,6 +51,7 @@ import (
 //	BLUELINE_BENCH_ROWS=100000   messages in the big chat.db (1,000,000)
 //	BLUELINE_BENCH_IDLE=10s      idle window of BenchmarkMessagesIdleCPU (60s)
 //	BLUELINE_BENCH_SAMPLES=50    rows of each kind in WatchLatency (200)
+//	BLUELINE_BENCH_KEEP_DB=PATH  FirstStart copies its db.bolt there, to inspect
 //
 // The big chat.db takes a while to build: it is kept in the system's
 // temporary folder (blueline-bench/), under a name that changes with the
@@ -331,6 +332,30 @@ func bigChatDB(b *testing.B, dir string, n int) string {
 	return path
 }
 
+// dirSize is the bytes the files under dir take on the disk.
+func dirSize(b *testing.B, dir string) int64 {
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			n += st.Blocks * 512
+		} else {
+			n += fi.Size()
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
 func copyFile(from, to string) error {
 	in, err := os.Open(from)
 	if err != nil {
@@ -470,7 +495,7 @@ func writeBigChatDB(fx *chatdbtest.Fixture, n int) {
 
 // historyMessages counts the rows of the big chat.db that the first start
 // imports: messages, not tapbacks, ours only when sent.
-func historyMessages(b *testing.B, path string) int {
+func historyMessages(b testing.TB, path string) int {
 	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?mode=ro")
 	if err != nil {
 		b.Fatal(err)
@@ -750,11 +775,20 @@ func BenchmarkMessagesFirstStart(b *testing.B) {
 		if n := len(ld.logLines("imported the Messages history")); n != 1 {
 			b.Errorf("the history was imported %d times", n)
 		}
+		data := dirSize(b, ld.dataDir)
+		b.ReportMetric(mib(uint64(data)), "data-MiB")
+		b.ReportMetric(float64(data)/float64(want), "bytes/msg")
 		b.ReportMetric(again.Seconds()*1000, "restart-10-new-ms")
 		b.ReportMetric(opened.Seconds()*1000, "restart-open-ms")
 		b.Logf("second start: the daemon started in %s, the 10 new rows were stored %s later",
 			opened.Round(time.Millisecond), (again - opened).Round(time.Millisecond))
 		ld.stop()
+		if keep := os.Getenv("BLUELINE_BENCH_KEEP_DB"); keep != "" {
+			os.Remove(keep)
+			if err := copyFile(filepath.Join(ld.dataDir, "db.bolt"), keep); err != nil {
+				b.Error(err)
+			}
+		}
 	}
 	b.ReportMetric(0, "ns/op")
 }
