@@ -101,7 +101,7 @@ var registry = []entry{
 		Pkg:      "./e2e", Bench: "^BenchmarkMessagesFirstStart$", Funcs: []string{"BenchmarkMessagesFirstStart"},
 		Benchtime: "1x",
 		QuickEnv:  []string{"BLUELINE_BENCH_ROWS=20000"},
-		Metrics:   []string{"import-s", "msgs/s", "heap-peak-MiB", "rss-peak-MiB", "bytes/msg", "data-MiB", "restart-10-new-ms"},
+		Metrics:   []string{"import-s", "import-cpu-s", "msgs/s", "heap-peak-MiB", "rss-peak-MiB", "rss-anon-peak-MiB", "bytes/msg", "data-MiB", "restart-10-new-ms"},
 	},
 	{
 		Name:     "messages-idle",

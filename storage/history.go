@@ -52,13 +52,21 @@ const (
 // historyID is the ID of the history message dated sentAt (Unix ms), of
 // the chat numbered num, stored with sequence number seq.
 func historyID(sentAt int64, num uint32, seq uint64) string {
+	b := historyIDBytes(sentAt, num, seq)
+	return "msg_" + idEncoding.EncodeToString(b[:])
+}
+
+// historyIDBytes is a history ID's body: its date in 48 bits (as NewID's
+// time), the mark, the chat's number in 24 bits and the sequence number
+// in 48.
+func historyIDBytes(sentAt int64, num uint32, seq uint64) [16]byte {
 	var b [16]byte
 	binary.BigEndian.PutUint64(b[:8], uint64(sentAt)<<16) // bytes 0 to 5
 	b[6] = historyMark
 	b[7], b[8], b[9] = byte(num>>16), byte(num>>8), byte(num)
 	binary.BigEndian.PutUint16(b[10:12], uint16(seq>>32))
 	binary.BigEndian.PutUint32(b[12:], uint32(seq))
-	return "msg_" + idEncoding.EncodeToString(b[:])
+	return b
 }
 
 // parseHistoryID reads what a history ID says; ok is false for an ID that

@@ -245,7 +245,9 @@ func (db *DB) RecordInbound(ctx context.Context, in Inbound) (InboundResult, err
 // ImportHistory stores messages that are not news: those that were on the
 // network before the line was connected, and old ones the network writes
 // again. It writes them in few transactions, and without webhook events,
-// since nothing new happened. GUIDs seen before are skipped, and so are
+// since nothing new happened. Their IDs are given here (a message's ID
+// says where it is stored: history.go); Message.ID is used only for one
+// that cannot be stored compactly, and made when empty. GUIDs seen before are skipped, and so are
 // twins of stored messages (Inbound.MatchTwins): it returns their GUIDs.
 func (db *DB) ImportHistory(ctx context.Context, lineID string, msgs []Inbound) (twins []string, err error) {
 	line, ok := db.LineByID(lineID)
@@ -394,15 +396,20 @@ func (h *historyTx) put(hc *historyChat, m *Message) error {
 	}
 	if hc.num != 0 && m.SentAt >= 0 && m.SentAt <= maxHistoryTime && seq <= maxHistorySeq {
 		// Compact, its ID given by its key.
-		m.ID = historyID(m.SentAt, hc.num, seq)
+		b := historyIDBytes(m.SentAt, hc.num, seq)
+		m.ID = "msg_" + idEncoding.EncodeToString(b[:])
 		held.data = encodeHistory(m, &hc.c)
+		held.idValue = b[:]
 	} else {
+		if m.ID == "" {
+			m.ID = NewID("msg_")
+		}
 		if held.data, err = json.Marshal(m); err != nil {
 			return err
 		}
 		held.id = []byte(m.ID)
+		held.idValue = idValue(held.id)
 	}
-	held.idValue = idValue([]byte(m.ID))
 	h.msgs = append(h.msgs, held)
 	h.added[m.GUID] = true
 	hc.c.LastMessageAt = max(hc.c.LastMessageAt, m.SentAt)
