@@ -54,6 +54,14 @@ var registry = []entry{
 		Metrics: micro,
 	},
 	{
+		Name:     "history-pages",
+		Measures: "GET /v1/messages' storage: a page of 50, newest and oldest, in a chat of 1,000,000 messages imported as history",
+		Pkg:      "./storage", Bench: "^BenchmarkListHistory$", Funcs: []string{"BenchmarkListHistory"},
+		Benchtime: "1s", QuickBenchtime: "100x",
+		QuickEnv: []string{"BLUELINE_BENCH_ROWS=20000"},
+		Metrics:  []string{"ms/page", "file-bytes/msg"},
+	},
+	{
 		Name:     "chatdb-rows",
 		Measures: "reading 100,000 chat.db rows (a first start's backlog) in one call",
 		Pkg:      "./bridge/messages/chatdb", Bench: "^BenchmarkRows100k$", Funcs: []string{"BenchmarkRows100k"},
