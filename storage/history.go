@@ -3,7 +3,6 @@ package storage
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -383,23 +382,31 @@ func uuidBytes(s string) (b [16]byte, ok bool) {
 	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
 		return b, false
 	}
-	var h [32]byte
 	j := 0
-	for i := 0; i < 36; i++ {
+	for i := 0; i < 36; i += 2 {
 		if i == 8 || i == 13 || i == 18 || i == 23 {
+			i--
 			continue
 		}
-		ch := s[i]
-		if !(ch >= '0' && ch <= '9' || ch >= 'A' && ch <= 'F') {
+		hi, lo := upperHex(s[i]), upperHex(s[i+1])
+		if hi > 15 || lo > 15 {
 			return b, false
 		}
-		h[j] = ch
+		b[j] = hi<<4 | lo
 		j++
 	}
-	if _, err := hex.Decode(b[:], h[:]); err != nil {
-		return b, false
-	}
 	return b, true
+}
+
+// upperHex is the value of an upper-case hex digit, 255 for anything else.
+func upperHex(c byte) byte {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0'
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10
+	}
+	return 255
 }
 
 // uuidString is the upper-case 8-4-4-4-12 form of 16 bytes.
