@@ -52,6 +52,7 @@ import (
 //	BLUELINE_BENCH_IDLE=10s      idle window of BenchmarkMessagesIdleCPU (60s)
 //	BLUELINE_BENCH_SAMPLES=50    rows of each kind in WatchLatency (200)
 //	BLUELINE_BENCH_KEEP_DB=PATH  FirstStart copies its db.bolt there, to inspect
+//	BLUELINE_BENCH_SHAPE=dm2000  the big chat.db as issue 28 measured it (writeDMChatDB)
 //
 // The big chat.db takes a while to build: it is kept in the system's
 // temporary folder (blueline-bench/), under a name that changes with the
@@ -298,7 +299,16 @@ func bigChatDB(b *testing.B, dir string, n int) string {
 	sum := sha256.Sum256([]byte(chatdbtest.Schema + "\x00" + bigChatDBVersion))
 	day := time.Now().Format("20060102")
 	cacheDir := filepath.Join(os.TempDir(), "blueline-bench")
-	prefix := fmt.Sprintf("chatdb-%d-", n)
+	shape := os.Getenv("BLUELINE_BENCH_SHAPE")
+	write := writeBigChatDB
+	switch shape {
+	case "":
+	case "dm2000":
+		write = writeDMChatDB
+	default:
+		b.Fatalf("BLUELINE_BENCH_SHAPE=%q: want dm2000, or nothing", shape)
+	}
+	prefix := fmt.Sprintf("chatdb-%s%d-", shape, n)
 	cached := filepath.Join(cacheDir, prefix+hex.EncodeToString(sum[:6])+"-"+day+".db")
 	path := filepath.Join(dir, "chat.db")
 	if err := copyFile(cached, path); err == nil {
@@ -308,7 +318,7 @@ func bigChatDB(b *testing.B, dir string, n int) string {
 	start := time.Now()
 	build := b.TempDir()
 	fx := chatdbtest.New(b, build)
-	writeBigChatDB(fx, n)
+	write(fx, n)
 	fx.Checkpoint() // the whole database in the main file: it can be copied alone
 	b.Logf("big chat.db: %d rows built in %s", n, time.Since(start).Round(time.Millisecond))
 	if err := os.MkdirAll(cacheDir, 0o700); err != nil {
@@ -488,6 +498,45 @@ func writeBigChatDB(fx *chatdbtest.Fixture, n int) {
 					}
 					c.last = append(c.last, guid)
 				}
+			}
+		})
+	}
+}
+
+// writeDMChatDB fills fx with n message rows in the shape issue 28 was
+// measured on: 2,000 one-to-one iMessage chats used evenly, short plain
+// texts (1 to 5 words, in the text column), a third of them ours, dates
+// over two years in order.
+func writeDMChatDB(fx *chatdbtest.Fixture, n int) {
+	rng := rand.New(rand.NewPCG(20261126, uint64(n)))
+	words := strings.Fields("ok yes no maybe see you soon tomorrow tonight call me later lunch dinner coffee thanks")
+	var chats []chatdbtest.ChatRef
+	var addrs []string
+	fx.Batch(func() {
+		for i := range 2000 {
+			addr := fmt.Sprintf("+1555%07d", 3000000+i*7)
+			addrs = append(addrs, addr)
+			chats = append(chats, fx.DirectChat("imessage", addr))
+		}
+	})
+	first := time.Now().Add(-730 * 24 * time.Hour)
+	step := 730 * 24 * time.Hour / time.Duration(n+1)
+	const batch = 20000
+	for start := 0; start < n; start += batch {
+		fx.Batch(func() {
+			for i := start; i < min(start+batch, n); i++ {
+				c := rng.IntN(len(chats))
+				t := make([]string, 1+rng.IntN(5))
+				for j := range t {
+					t[j] = words[rng.IntN(len(words))]
+				}
+				m := chatdbtest.Msg{Chat: chats[c], Date: first.Add(time.Duration(i) * step), Text: strings.Join(t, " ")}
+				if rng.IntN(3) == 0 {
+					m.IsSent = true
+				} else {
+					m.From = addrs[c]
+				}
+				fx.Insert(m)
 			}
 		})
 	}

@@ -254,7 +254,7 @@ func (db *DB) ImportHistory(ctx context.Context, lineID string, msgs []Inbound) 
 	if !ok {
 		return nil, fmt.Errorf("import history: line %s: %w", lineID, ErrNotFound)
 	}
-	const chunk = 5000
+	const chunk = 10_000
 	for len(msgs) > 0 {
 		n := min(chunk, len(msgs))
 		db.journal.mu.Lock()
