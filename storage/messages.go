@@ -247,8 +247,9 @@ func (db *DB) RecordInbound(ctx context.Context, in Inbound) (InboundResult, err
 // again. It writes them in few transactions, and without webhook events,
 // since nothing new happened. Their IDs are given here (a message's ID
 // says where it is stored: history.go); Message.ID is used only for one
-// that cannot be stored compactly, and made when empty. GUIDs seen before are skipped, and so are
-// twins of stored messages (Inbound.MatchTwins): it returns their GUIDs.
+// that cannot be stored compactly, and made when empty. GUIDs seen before
+// are skipped, and so are twins of stored messages (Inbound.MatchTwins):
+// it returns their GUIDs.
 func (db *DB) ImportHistory(ctx context.Context, lineID string, msgs []Inbound) (twins []string, err error) {
 	line, ok := db.LineByID(lineID)
 	if !ok {
