@@ -54,6 +54,14 @@ var registry = []entry{
 		Metrics: micro,
 	},
 	{
+		Name:     "history-pages",
+		Measures: "GET /v1/messages' storage: a page of 50, newest and oldest, in a chat of 1,000,000 messages imported as history",
+		Pkg:      "./storage", Bench: "^BenchmarkListHistory$", Funcs: []string{"BenchmarkListHistory"},
+		Benchtime: "1s", QuickBenchtime: "100x",
+		QuickEnv: []string{"BLUELINE_BENCH_ROWS=20000"},
+		Metrics:  []string{"ms/page", "file-bytes/msg"},
+	},
+	{
 		Name:     "chatdb-rows",
 		Measures: "reading 100,000 chat.db rows (a first start's backlog) in one call",
 		Pkg:      "./bridge/messages/chatdb", Bench: "^BenchmarkRows100k$", Funcs: []string{"BenchmarkRows100k"},
@@ -97,11 +105,11 @@ var registry = []entry{
 	},
 	{
 		Name:     "messages-first-start",
-		Measures: "first start importing a 1,000,000-row chat.db (time, rate, memory growth), then a restart with 10 new rows",
+		Measures: "first start importing a 1,000,000-row chat.db (time, rate, memory growth, the data folder's size per message), then a restart with 10 new rows",
 		Pkg:      "./e2e", Bench: "^BenchmarkMessagesFirstStart$", Funcs: []string{"BenchmarkMessagesFirstStart"},
 		Benchtime: "1x",
 		QuickEnv:  []string{"BLUELINE_BENCH_ROWS=20000"},
-		Metrics:   []string{"import-s", "msgs/s", "heap-peak-MiB", "rss-peak-MiB", "restart-10-new-ms"},
+		Metrics:   []string{"import-s", "import-cpu-s", "msgs/s", "heap-peak-MiB", "rss-peak-MiB", "rss-anon-peak-MiB", "bytes/msg", "data-MiB", "restart-10-new-ms"},
 	},
 	{
 		Name:     "messages-idle",

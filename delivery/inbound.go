@@ -122,6 +122,7 @@ func (r *Receiver) ReceiveHistory(ctx context.Context, lineHandle string, msgs [
 			atts[j] = metadataOnly(a)
 		}
 		out[i] = r.inbound(line, in, atts, now)
+		out[i].Message.ID = "" // storage gives history its IDs
 	}
 	return r.db.ImportHistory(ctx, line.ID, out)
 }

@@ -2,14 +2,18 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/bridge/messages/chatdb/chatdbtest"
 	"github.com/blueline-app/blueline/testkit"
 )
 
@@ -147,4 +151,156 @@ func TestCrashKeepsWebhookDeliveries(t *testing.T) {
 		out := td.mustCLI("webhooks", "deliveries", "--delivery", first.DeliveryID(), "--limit", "1")
 		return strings.HasSuffix(strings.TrimSpace(out), "\tok")
 	})
+}
+
+// A real process is killed (SIGKILL) at several points of its first
+// start's history import; the start after that imports the rest. Every
+// message is there once, and the IDs a client saw before a kill are the
+// same after it and after a clean restart.
+func TestCrashDuringHistoryImport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	dir := filepath.Join(home, "Library", "Messages")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fx := chatdbtest.New(t, dir)
+	writeBigChatDB(fx, 40_000)
+	fx.Checkpoint()
+	want := historyMessages(t, fx.Path())
+	td, write := processTestDaemon(t)
+	write(fmt.Sprintf("\n[[lines]]\nhandle = %q\nbridge = \"messages\"\nchat_db = %q\nosascript = \"/bin/false\"\nhelper_port = %d\n",
+		macLine, fx.Path(), freeTCPPort(t)))
+	logs := filepath.Join(t.TempDir(), "log")
+	start := func() (*exec.Cmd, *os.File) {
+		t.Helper()
+		f, err := os.OpenFile(logs, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "serve", "--config", td.cfgPath)
+		cmd.Stdout, cmd.Stderr = f, f
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); f.Close() })
+		return cmd, f
+	}
+	logHas := func(msg string) bool {
+		data, _ := os.ReadFile(logs)
+		return strings.Contains(string(data), msg)
+	}
+	// pages walks a list to its end.
+	pages := func(key, path string) []map[string]any {
+		t.Helper()
+		var out []map[string]any
+		for cursor := ""; ; {
+			r := td.call("GET", path+"&cursor="+url.QueryEscape(cursor), key, nil)
+			if r.Status != 200 {
+				t.Fatalf("GET %s: %d %s", path, r.Status, r.Raw)
+			}
+			out = append(out, r.Data()...)
+			next, _ := r.Body["next_cursor"].(string)
+			if next == "" {
+				return out
+			}
+			cursor = next
+		}
+	}
+	// messages lists every chat's messages: message ID → GUID.
+	messages := func(key string) map[string]string {
+		t.Helper()
+		out := map[string]string{}
+		for _, c := range pages(key, "/v1/chats?from="+url.QueryEscape(macLine)+"&limit=100") {
+			for _, m := range pages(key, "/v1/messages?from="+url.QueryEscape(macLine)+"&to="+c["id"].(string)+"&limit=100") {
+				id, guid := m["id"].(string), m["guid"].(string)
+				if _, twice := out[id]; twice {
+					t.Fatalf("message %s listed twice", id)
+				}
+				out[id] = guid
+			}
+		}
+		return out
+	}
+
+	var key string
+	seen := map[string]string{} // what clients saw before the kills
+	cut := 0
+	for try := 0; cut < 3 && try < 20; try++ {
+		proc, _ := start()
+		// Killed at some point of the import: soon after the API answers,
+		// a little later each time.
+		testkit.Eventually(t, 20*time.Second, func() bool {
+			return logHas("importing the Messages history") || logHas("imported the Messages history")
+		})
+		if key == "" {
+			testkit.Eventually(t, 20*time.Second, func() bool {
+				_, _, code := td.cli("keys", "list")
+				return code == 0
+			})
+			key = td.key()
+		}
+		// Some of the history is in.
+		var chats []map[string]any
+		testkit.Eventually(t, 20*time.Second, func() bool {
+			r := td.call("GET", "/v1/chats?from="+url.QueryEscape(macLine)+"&limit=3", key, nil)
+			chats = r.Data()
+			return r.Status == 200 && len(chats) > 0
+		})
+		for _, c := range chats {
+			page := td.call("GET", "/v1/messages?from="+url.QueryEscape(macLine)+"&to="+c["id"].(string)+"&limit=20", key, nil)
+			for _, m := range page.Data() {
+				seen[m["id"].(string)] = m["guid"].(string)
+			}
+		}
+		time.Sleep(time.Duration(try*30) * time.Millisecond)
+		if err := proc.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		proc.Wait()
+		if logHas("imported the Messages history") {
+			t.Fatalf("the import finished before the kill (try %d): make the fixture bigger", try)
+		}
+		cut++
+	}
+	if cut < 3 {
+		t.Fatalf("only %d kills during the import", cut)
+	}
+	if len(seen) == 0 {
+		t.Fatal("no message was listed before the kills")
+	}
+
+	proc, _ := start()
+	testkit.Eventually(t, 2*time.Minute, func() bool { return logHas("imported the Messages history") })
+	after := messages(key)
+	if len(after) != want {
+		t.Fatalf("%d messages after the kills, want %d", len(after), want)
+	}
+	guids := map[string]bool{}
+	for _, g := range after {
+		if guids[g] {
+			t.Fatalf("GUID %s imported twice", g)
+		}
+		guids[g] = true
+	}
+	for id, g := range seen {
+		if after[id] != g {
+			t.Fatalf("message %s (%s) seen before a kill is %q after it", id, g, after[id])
+		}
+	}
+	// A clean restart: the same messages, the same IDs.
+	proc.Process.Signal(syscall.SIGTERM)
+	proc.Wait()
+	start()
+	testkit.Eventually(t, 20*time.Second, func() bool {
+		_, _, code := td.cli("keys", "list")
+		return code == 0
+	})
+	if again := messages(key); !maps.Equal(again, after) {
+		t.Fatalf("a restart changed the messages: %d before, %d after", len(after), len(again))
+	}
 }

@@ -51,6 +51,8 @@ import (
 //	BLUELINE_BENCH_ROWS=100000   messages in the big chat.db (1,000,000)
 //	BLUELINE_BENCH_IDLE=10s      idle window of BenchmarkMessagesIdleCPU (60s)
 //	BLUELINE_BENCH_SAMPLES=50    rows of each kind in WatchLatency (200)
+//	BLUELINE_BENCH_KEEP_DB=PATH  FirstStart copies its db.bolt there, to inspect
+//	BLUELINE_BENCH_SHAPE=dm2000  the big chat.db as issue 28 measured it (writeDMChatDB)
 //
 // The big chat.db takes a while to build: it is kept in the system's
 // temporary folder (blueline-bench/), under a name that changes with the
@@ -297,7 +299,16 @@ func bigChatDB(b *testing.B, dir string, n int) string {
 	sum := sha256.Sum256([]byte(chatdbtest.Schema + "\x00" + bigChatDBVersion))
 	day := time.Now().Format("20060102")
 	cacheDir := filepath.Join(os.TempDir(), "blueline-bench")
-	prefix := fmt.Sprintf("chatdb-%d-", n)
+	shape := os.Getenv("BLUELINE_BENCH_SHAPE")
+	write := writeBigChatDB
+	switch shape {
+	case "":
+	case "dm2000":
+		write = writeDMChatDB
+	default:
+		b.Fatalf("BLUELINE_BENCH_SHAPE=%q: want dm2000, or nothing", shape)
+	}
+	prefix := fmt.Sprintf("chatdb-%s%d-", shape, n)
 	cached := filepath.Join(cacheDir, prefix+hex.EncodeToString(sum[:6])+"-"+day+".db")
 	path := filepath.Join(dir, "chat.db")
 	if err := copyFile(cached, path); err == nil {
@@ -307,7 +318,7 @@ func bigChatDB(b *testing.B, dir string, n int) string {
 	start := time.Now()
 	build := b.TempDir()
 	fx := chatdbtest.New(b, build)
-	writeBigChatDB(fx, n)
+	write(fx, n)
 	fx.Checkpoint() // the whole database in the main file: it can be copied alone
 	b.Logf("big chat.db: %d rows built in %s", n, time.Since(start).Round(time.Millisecond))
 	if err := os.MkdirAll(cacheDir, 0o700); err != nil {
@@ -329,6 +340,30 @@ func bigChatDB(b *testing.B, dir string, n int) string {
 		b.Fatal(err)
 	}
 	return path
+}
+
+// dirSize is the bytes the files under dir take on the disk.
+func dirSize(b *testing.B, dir string) int64 {
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			n += st.Blocks * 512
+		} else {
+			n += fi.Size()
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
 }
 
 func copyFile(from, to string) error {
@@ -468,9 +503,48 @@ func writeBigChatDB(fx *chatdbtest.Fixture, n int) {
 	}
 }
 
+// writeDMChatDB fills fx with n message rows in the shape issue 28 was
+// measured on: 2,000 one-to-one iMessage chats used evenly, short plain
+// texts (1 to 5 words, in the text column), a third of them ours, dates
+// over two years in order.
+func writeDMChatDB(fx *chatdbtest.Fixture, n int) {
+	rng := rand.New(rand.NewPCG(20261126, uint64(n)))
+	words := strings.Fields("ok yes no maybe see you soon tomorrow tonight call me later lunch dinner coffee thanks")
+	var chats []chatdbtest.ChatRef
+	var addrs []string
+	fx.Batch(func() {
+		for i := range 2000 {
+			addr := fmt.Sprintf("+1555%07d", 3000000+i*7)
+			addrs = append(addrs, addr)
+			chats = append(chats, fx.DirectChat("imessage", addr))
+		}
+	})
+	first := time.Now().Add(-730 * 24 * time.Hour)
+	step := 730 * 24 * time.Hour / time.Duration(n+1)
+	const batch = 20000
+	for start := 0; start < n; start += batch {
+		fx.Batch(func() {
+			for i := start; i < min(start+batch, n); i++ {
+				c := rng.IntN(len(chats))
+				t := make([]string, 1+rng.IntN(5))
+				for j := range t {
+					t[j] = words[rng.IntN(len(words))]
+				}
+				m := chatdbtest.Msg{Chat: chats[c], Date: first.Add(time.Duration(i) * step), Text: strings.Join(t, " ")}
+				if rng.IntN(3) == 0 {
+					m.IsSent = true
+				} else {
+					m.From = addrs[c]
+				}
+				fx.Insert(m)
+			}
+		})
+	}
+}
+
 // historyMessages counts the rows of the big chat.db that the first start
 // imports: messages, not tapbacks, ours only when sent.
-func historyMessages(b *testing.B, path string) int {
+func historyMessages(b testing.TB, path string) int {
 	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?mode=ro")
 	if err != nil {
 		b.Fatal(err)
@@ -607,6 +681,29 @@ func heapPeak() (stop func() uint64) {
 	return func() uint64 { close(done); return <-out }
 }
 
+// anonPeak samples the process's anonymous resident memory (RssAnon:
+// the heap, stacks, the runtime's own; not the mapped files) until
+// stopped, and returns its peak; 0 where unknown.
+func anonPeak() (stop func() uint64) {
+	done, out := make(chan struct{}), make(chan uint64)
+	go func() {
+		var peak uint64
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			_, _, anon, _ := procStatus()
+			peak = max(peak, anon)
+			select {
+			case <-done:
+				out <- peak
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() uint64 { close(done); return <-out }
+}
+
 func mib(v uint64) float64 { return float64(v) / (1 << 20) }
 
 func growth(after, before uint64) float64 { return (float64(after) - float64(before)) / (1 << 20) }
@@ -667,9 +764,9 @@ func BenchmarkMessagesFirstStart(b *testing.B) {
 
 		before := memNow()
 		resetPeakRSS()
-		peak := heapPeak()
+		peak, anonPeak := heapPeak(), anonPeak()
 		b.StartTimer()
-		start := time.Now()
+		start, cpu0 := time.Now(), cpuTime(b)
 		ld.start()
 		// A webhook registered as the line starts: the import must send
 		// it nothing.
@@ -679,9 +776,9 @@ func BenchmarkMessagesFirstStart(b *testing.B) {
 			b.Fatalf("POST /v1/webhooks: %d %s", r.Status, r.Raw)
 		}
 		done := ld.waitLog(30*time.Minute, "imported the Messages history", 1)
-		took := time.Since(start)
+		took, cpu := time.Since(start), cpuTime(b)-cpu0
 		b.StopTimer()
-		heapTop := peak()
+		heapTop, anonTop := peak(), anonPeak()
 		_, hwm, _, _ := procStatus()
 		after := memNow()
 		// (A benchmark's log is cut after 10 lines.)
@@ -693,6 +790,8 @@ func BenchmarkMessagesFirstStart(b *testing.B) {
 			b.Errorf("imported %q, want %d messages", done, want)
 		}
 		b.ReportMetric(took.Seconds(), "import-s")
+		// CPU is steadier than time on a shared machine.
+		b.ReportMetric(cpu.Seconds(), "import-cpu-s")
 		b.ReportMetric(float64(want)/took.Seconds(), "msgs/s")
 		b.ReportMetric(growth(heapTop, before.heapInuse), "heap-peak-MiB")
 		b.ReportMetric(growth(after.heapInuse, before.heapInuse), "heap-after-MiB")
@@ -701,6 +800,7 @@ func BenchmarkMessagesFirstStart(b *testing.B) {
 			b.ReportMetric(growth(hwm, before.rss), "rss-peak-MiB")
 			b.ReportMetric(growth(after.rss, before.rss), "rss-after-MiB")
 			b.ReportMetric(growth(after.anon, before.anon), "rss-anon-after-MiB")
+			b.ReportMetric(mib(anonTop), "rss-anon-peak-MiB")
 		}
 		b.Logf("memory before: heap %.1f MiB, Go sys %.1f MiB, RSS %.1f MiB (anon %.1f, file %.1f); "+
 			"after: heap %.1f MiB (peak %.1f), Go sys %.1f MiB, RSS %.1f MiB (anon %.1f, file %.1f, peak %.1f)",
@@ -750,11 +850,20 @@ func BenchmarkMessagesFirstStart(b *testing.B) {
 		if n := len(ld.logLines("imported the Messages history")); n != 1 {
 			b.Errorf("the history was imported %d times", n)
 		}
+		data := dirSize(b, ld.dataDir)
+		b.ReportMetric(mib(uint64(data)), "data-MiB")
+		b.ReportMetric(float64(data)/float64(want), "bytes/msg")
 		b.ReportMetric(again.Seconds()*1000, "restart-10-new-ms")
 		b.ReportMetric(opened.Seconds()*1000, "restart-open-ms")
 		b.Logf("second start: the daemon started in %s, the 10 new rows were stored %s later",
 			opened.Round(time.Millisecond), (again - opened).Round(time.Millisecond))
 		ld.stop()
+		if keep := os.Getenv("BLUELINE_BENCH_KEEP_DB"); keep != "" {
+			os.Remove(keep)
+			if err := copyFile(filepath.Join(ld.dataDir, "db.bolt"), keep); err != nil {
+				b.Error(err)
+			}
+		}
 	}
 	b.ReportMetric(0, "ns/op")
 }

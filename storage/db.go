@@ -38,9 +38,9 @@ var (
 	bktChatGUIDs     = []byte("chat_guids")       // line ID ‖ guid → chat ID
 	bktChatIdents    = []byte("chat_idents")      // line ID ‖ identifier → chat ID
 	bktChatRecent    = []byte("chat_recent")      // line ID ‖ last_message_at ‖ chat ID → nil
-	bktChatMessages  = []byte("chat_messages")    // chat ID ‖ sent_at ‖ seq → Message
-	bktMessages      = []byte("messages")         // message ID → chat_messages key
-	bktMessageGUIDs  = []byte("message_guids")    // guid → message ID
+	bktChatMessages  = []byte("chat_messages")    // chat ID ‖ sent_at ‖ seq → Message (JSON, or compact history: history.go)
+	bktMessages      = []byte("messages")         // message ID → chat_messages key (none for history IDs)
+	bktMessageGUIDs  = []byte("message_guids")    // guid → message ID (guidKey → idValue: guids.go)
 	bktGUIDJournal   = []byte("guid_journal")     // generation → {guid → message ID}, on its way to message_guids (guids.go)
 	bktOutbox        = []byte("outbox")           // outbox ID → OutboxItem
 	bktOutboxDue     = []byte("outbox_due")       // next_attempt_at ‖ seq → outbox ID (pending items)
@@ -62,6 +62,7 @@ var (
 	bktConsoleLinks  = []byte("console_links")    // sha256(login link token) → loginLink
 	bktConsoleSess   = []byte("console_sessions") // sha256(session token) → Session
 	bktGuard         = []byte("guard")            // the Apple ID guard's counts (guard.go)
+	bktHistoryChats  = []byte("history_chats")    // chat ID → number; number → chat ID: what history IDs name (history.go)
 )
 
 var allBuckets = [][]byte{
@@ -69,10 +70,13 @@ var allBuckets = [][]byte{
 	bktChatRecent, bktChatMessages, bktMessages, bktMessageGUIDs, bktGUIDJournal, bktOutbox,
 	bktOutboxDue, bktOutboxClaimed, bktIdempotency, bktSandbox, bktFiles, bktReactions, bktReceipts,
 	bktWebhooks, bktWebhookLines, bktDeliveries, bktDeliveriesDue, bktAttempts, bktBridgeState, bktChatUpdates,
-	bktEvents, bktConsole, bktConsoleLinks, bktConsoleSess, bktGuard,
+	bktEvents, bktConsole, bktConsoleLinks, bktConsoleSess, bktGuard, bktHistoryChats,
 }
 
-const schemaVersion = 1
+// schemaVersion 2 added compact history records and the compact GUID
+// index entries (history.go): a build of schema 1 could not read them. A
+// database of schema 1 is read as it is, nothing rewritten.
+const schemaVersion = 2
 
 // DB is the daemon's database. Its methods are safe for concurrent use.
 type DB struct {
@@ -145,10 +149,13 @@ func (db *DB) init() error {
 		}
 		meta := tx.Bucket(bktMeta)
 		if v := meta.Get([]byte("version")); v != nil {
-			if got := binary.BigEndian.Uint64(v); got > schemaVersion {
+			got := binary.BigEndian.Uint64(v)
+			if got > schemaVersion {
 				return fmt.Errorf("database schema version %d is newer than this build understands (%d)", got, schemaVersion)
 			}
-			return nil
+			if got == schemaVersion {
+				return nil
+			}
 		}
 		return meta.Put([]byte("version"), u64(schemaVersion))
 	})

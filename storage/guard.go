@@ -3,7 +3,6 @@ package storage
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -102,11 +101,12 @@ func loadGuardChat(tx *bolt.Tx, chatID string) (guardChat, error) {
 	} else {
 		k, v = c.Prev()
 	}
+	r := msgReader{tx: tx}
 	for n := 0; k != nil && bytes.HasPrefix(k, prefix) && n < guardScan; k, v = c.Prev() {
 		n++
 		var m Message
-		if err := json.Unmarshal(v, &m); err != nil {
-			return g, fmt.Errorf("decode message %x: %w", k, err)
+		if err := r.decode(k, v, &m); err != nil {
+			return g, err
 		}
 		if !m.IsFromMe {
 			g.LastIn = m.SentAt

@@ -43,10 +43,60 @@ const (
 
 // lookupGUID returns the ID of the message with a network GUID, or nil.
 func lookupGUID(tx *bolt.Tx, guid []byte) []byte {
-	if id := tx.Bucket(bktMessageGUIDs).Get(guid); id != nil {
-		return id
+	k := guidKey(guid)
+	if v := lookupGUIDKey(tx, k); v != nil {
+		return idFromValue(v)
 	}
-	return lookupJournal(tx, guid)
+	if len(k) != len(guid) {
+		// Schema 1 kept every GUID as a string.
+		if v := lookupGUIDKey(tx, guid); v != nil {
+			return idFromValue(v)
+		}
+	}
+	return nil
+}
+
+// lookupGUIDKey looks a GUID key up in the index, then in the journal.
+func lookupGUIDKey(tx *bolt.Tx, k []byte) []byte {
+	if v := tx.Bucket(bktMessageGUIDs).Get(k); v != nil {
+		return v
+	}
+	return lookupJournal(tx, k)
+}
+
+// putGUID indexes a message's GUID.
+func putGUID(tx *bolt.Tx, guid, id string) error {
+	return tx.Bucket(bktMessageGUIDs).Put(guidKey([]byte(guid)), idValue([]byte(id)))
+}
+
+// guidKey is a GUID's key in the index and the journal: a GUID in
+// Messages' form (an upper-case UUID) is a 0 byte and its 16 bytes,
+// anything else the GUID itself (which never starts with a 0 byte).
+func guidKey(guid []byte) []byte {
+	if b, ok := uuidBytes(string(guid)); ok {
+		return append([]byte{0}, b[:]...)
+	}
+	return guid
+}
+
+// idValue is a message ID as the index keeps it: a msg_ ID in its 16
+// bytes, anything else as it is.
+func idValue(id []byte) []byte {
+	if body, ok := bytes.CutPrefix(id, []byte("msg_")); ok && ValidID(string(id), "msg_") {
+		b := make([]byte, 16)
+		if n, err := idEncoding.Decode(b, body); err == nil && n == 16 && idEncoding.EncodeToString(b) == string(body) {
+			return b
+		}
+	}
+	return id
+}
+
+// idFromValue is the message ID an index value holds.
+func idFromValue(v []byte) []byte {
+	if len(v) == 16 {
+		return []byte("msg_" + idEncoding.EncodeToString(v))
+	}
+	return v
 }
 
 // lookupJournal looks a GUID up in each journal generation.
@@ -90,7 +140,7 @@ func (db *DB) journalGUIDs(tx *bolt.Tx, pairs []*heldMessage) error {
 	}
 	b.FillPercent = 1 // written once, in order, never added to
 	for _, m := range pairs {
-		if err := b.Put(m.guid, m.id); err != nil {
+		if err := b.Put(m.guid, m.idValue); err != nil {
 			return err
 		}
 	}
@@ -194,6 +244,8 @@ func (db *DB) mergeGUIDJournal(ctx context.Context) error {
 			}
 			heap.Init(&heads)
 			index := tx.Bucket(bktMessageGUIDs)
+			// Sorted runs: pages filled rather than split in halves.
+			index.FillPercent = 0.9
 			var last []byte
 			for range chunk {
 				if len(heads) == 0 {

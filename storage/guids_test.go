@@ -60,9 +60,16 @@ func TestHistoryGUIDJournal(t *testing.T) {
 	findAll := func(msgs []Inbound) {
 		t.Helper()
 		for _, in := range msgs {
+			// An imported message's ID is the one its place gives it.
 			m, err := db.MessageByGUID(ctx, in.Message.GUID)
-			if err != nil || m.ID != in.Message.ID {
-				t.Fatalf("MessageByGUID(%s) = %s, %v; want %s", in.Message.GUID, m.ID, err, in.Message.ID)
+			if err != nil || m.GUID != in.Message.GUID || *m.Text != *in.Message.Text {
+				t.Fatalf("MessageByGUID(%s) = %s %s, %v", in.Message.GUID, m.ID, m.GUID, err)
+			}
+			if _, _, _, ok := parseHistoryID([]byte(m.ID)); !ok {
+				t.Fatalf("MessageByGUID(%s) = %s: not a history ID", in.Message.GUID, m.ID)
+			}
+			if byID, err := db.MessageByID(ctx, m.ID); err != nil || byID.GUID != m.GUID {
+				t.Fatalf("MessageByID(%s) = %s, %v; want %s", m.ID, byID.GUID, err, m.GUID)
 			}
 		}
 	}

@@ -3,7 +3,6 @@ package storage
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -23,10 +22,11 @@ func findTwin(tx *bolt.Tx, chatID string, m *Message) ([]byte, error) {
 	prefix := []byte(chatID)
 	from, to := join(prefix, i64(max(0, m.SentAt-TwinWindow))), join(prefix, i64(m.SentAt+TwinWindow+1))
 	c := tx.Bucket(bktChatMessages).Cursor()
+	r := msgReader{tx: tx}
 	for k, v := c.Seek(from); k != nil && bytes.Compare(k, to) < 0; k, v = c.Next() {
 		var s Message
-		if err := json.Unmarshal(v, &s); err != nil {
-			return nil, fmt.Errorf("decode message %x: %w", k, err)
+		if err := r.decode(k, v, &s); err != nil {
+			return nil, err
 		}
 		if s.GUID != m.GUID && s.UnsentAt == 0 && s.Sender == m.Sender && s.IsFromMe == m.IsFromMe && sameBody(&s, m) {
 			return []byte(s.ID), nil
@@ -75,13 +75,14 @@ func countUnread(tx *bolt.Tx, c *Chat) error {
 	prefix := []byte(c.ID)
 	n := 0
 	cur := tx.Bucket(bktChatMessages).Cursor()
+	r := msgReader{tx: tx}
 	_, err := pageBackward(cur, prefix, nil, -1, func(k, v []byte) error {
 		if sentAt := int64(binary.BigEndian.Uint64(k[len(prefix):])); sentAt <= c.ReadAt {
 			return errStopWalk
 		}
 		var m Message
-		if err := json.Unmarshal(v, &m); err != nil {
-			return fmt.Errorf("decode message %x: %w", k, err)
+		if err := r.decode(k, v, &m); err != nil {
+			return err
 		}
 		if !m.IsFromMe && m.UnsentAt == 0 {
 			n++

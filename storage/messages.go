@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -96,19 +97,19 @@ func messageKeyByGUID(tx *bolt.Tx, guid string, m *Message) ([]byte, error) {
 	if id == nil {
 		return nil, ErrNotFound
 	}
-	key := tx.Bucket(bktMessages).Get(id)
+	key := messageKey(tx, id)
 	if key == nil {
 		return nil, ErrNotFound
 	}
-	return key, getJSON(tx.Bucket(bktChatMessages), key, m)
+	return key, loadMessage(tx, key, m)
 }
 
 func getMessage(tx *bolt.Tx, id []byte, m *Message) error {
-	key := tx.Bucket(bktMessages).Get(id)
+	key := messageKey(tx, id)
 	if key == nil {
 		return ErrNotFound
 	}
-	return getJSON(tx.Bucket(bktChatMessages), key, m)
+	return loadMessage(tx, key, m)
 }
 
 // ListMessages pages through a chat's messages, most recent first. after is
@@ -123,10 +124,11 @@ func (db *DB) ListMessages(ctx context.Context, chatID string, after []byte, lim
 	msgs = make([]Message, 0, limit)
 	err = db.bolt.View(func(tx *bolt.Tx) error {
 		var last []byte
+		r := msgReader{tx: tx}
 		more, err := pageBackward(tx.Bucket(bktChatMessages).Cursor(), prefix, after, limit, func(k, v []byte) error {
 			var m Message
-			if err := json.Unmarshal(v, &m); err != nil {
-				return fmt.Errorf("decode message %x: %w", k, err)
+			if err := r.decode(k, v, &m); err != nil {
+				return err
 			}
 			msgs = append(msgs, m)
 			last = k
@@ -160,7 +162,7 @@ func putMessage(tx *bolt.Tx, saved, c *Chat, m *Message) error {
 	if err := appendOnly(tx, bktMessages).Put([]byte(m.ID), key); err != nil {
 		return err
 	}
-	if err := tx.Bucket(bktMessageGUIDs).Put([]byte(m.GUID), []byte(m.ID)); err != nil {
+	if err := putGUID(tx, m.GUID, m.ID); err != nil {
 		return err
 	}
 	if m.SentAt <= c.LastMessageAt {
@@ -243,14 +245,17 @@ func (db *DB) RecordInbound(ctx context.Context, in Inbound) (InboundResult, err
 // ImportHistory stores messages that are not news: those that were on the
 // network before the line was connected, and old ones the network writes
 // again. It writes them in few transactions, and without webhook events,
-// since nothing new happened. GUIDs seen before are skipped, and so are
-// twins of stored messages (Inbound.MatchTwins): it returns their GUIDs.
+// since nothing new happened. Their IDs are given here (a message's ID
+// says where it is stored: history.go); Message.ID is used only for one
+// that cannot be stored compactly, and made when empty. GUIDs seen before
+// are skipped, and so are twins of stored messages (Inbound.MatchTwins):
+// it returns their GUIDs.
 func (db *DB) ImportHistory(ctx context.Context, lineID string, msgs []Inbound) (twins []string, err error) {
 	line, ok := db.LineByID(lineID)
 	if !ok {
 		return nil, fmt.Errorf("import history: line %s: %w", lineID, ErrNotFound)
 	}
-	const chunk = 5000
+	const chunk = 10_000
 	for len(msgs) > 0 {
 		n := min(chunk, len(msgs))
 		db.journal.mu.Lock()
@@ -303,33 +308,42 @@ type historyTx struct {
 
 // historyChat is a chat as stored, and as the transaction left it;
 // recount is set when its read mark moved, so that its unread messages are
-// counted once its messages are written.
+// counted once its messages are written. num is its number in history IDs,
+// 0 until the first of its messages is put.
 type historyChat struct {
 	saved, c Chat
 	recount  bool
+	num      uint32
 }
 
 // heldMessage is a message's entry in each index: its chat_messages key
-// and value, its ID and its GUID.
-type heldMessage struct{ key, data, id, guid []byte }
+// and value, its ID (nil for a history ID, which its key gives) and its
+// GUID index key and value.
+type heldMessage struct{ key, data, id, guid, idValue []byte }
 
 // newHistoryTx looks the batch's GUIDs up, in order. The caller holds
 // db.journal.mu.
 func (db *DB) newHistoryTx(tx *bolt.Tx, batch []Inbound) *historyTx {
 	h := &historyTx{db: db, tx: tx, stored: map[string][]byte{}, added: map[string]bool{}, chats: map[string]*historyChat{}}
-	guids := make([][]byte, len(batch))
+	type guid struct{ key, raw []byte }
+	guids := make([]guid, len(batch))
 	for i, in := range batch {
-		guids[i] = []byte(in.Message.GUID)
+		raw := []byte(in.Message.GUID)
+		guids[i] = guid{guidKey(raw), raw}
 	}
-	slices.SortFunc(guids, bytes.Compare)
+	// In key order: neighbours in the index.
+	slices.SortFunc(guids, func(a, b guid) int { return bytes.Compare(a.key, b.key) })
 	b := tx.Bucket(bktMessageGUIDs)
 	for _, g := range guids {
-		id := b.Get(g)
-		if id == nil && db.mayBeJournaled(g) {
-			id = lookupJournal(tx, g)
+		id := b.Get(g.key)
+		if id == nil && db.mayBeJournaled(g.key) {
+			id = lookupJournal(tx, g.key)
+		}
+		if id == nil && len(g.key) != len(g.raw) {
+			id = b.Get(g.raw) // schema 1's string keys
 		}
 		if id != nil {
-			h.stored[string(g)] = id
+			h.stored[string(g.raw)] = idFromValue(id)
 		}
 	}
 	return h
@@ -372,12 +386,32 @@ func (h *historyTx) put(hc *historyChat, m *Message) error {
 	if err != nil {
 		return err
 	}
-	data, err := json.Marshal(m)
-	if err != nil {
-		return err
+	held := &heldMessage{key: join([]byte(m.ChatID), i64(m.SentAt), u64(seq)), guid: guidKey([]byte(m.GUID))}
+	if hc.num == 0 && m.SentAt >= 0 && m.SentAt <= maxHistoryTime && seq <= maxHistorySeq {
+		switch hc.num, err = historyChatNum(h.tx, hc.c.ID); {
+		case errors.Is(err, errTooManyChats):
+			hc.num = 0 // stored as JSON
+		case err != nil:
+			return err
+		}
 	}
-	h.msgs = append(h.msgs, &heldMessage{key: join([]byte(m.ChatID), i64(m.SentAt), u64(seq)), data: data,
-		id: []byte(m.ID), guid: []byte(m.GUID)})
+	if hc.num != 0 && m.SentAt >= 0 && m.SentAt <= maxHistoryTime && seq <= maxHistorySeq {
+		// Compact, its ID given by its key.
+		b := historyIDBytes(m.SentAt, hc.num, seq)
+		m.ID = "msg_" + idEncoding.EncodeToString(b[:])
+		held.data = encodeHistory(m, &hc.c)
+		held.idValue = b[:]
+	} else {
+		if m.ID == "" {
+			m.ID = NewID("msg_")
+		}
+		if held.data, err = json.Marshal(m); err != nil {
+			return err
+		}
+		held.id = []byte(m.ID)
+		held.idValue = idValue(held.id)
+	}
+	h.msgs = append(h.msgs, held)
 	h.added[m.GUID] = true
 	hc.c.LastMessageAt = max(hc.c.LastMessageAt, m.SentAt)
 	return nil
@@ -397,8 +431,16 @@ func (h *historyTx) flush() error {
 	err := put(appendOnly(h.tx, bktChatMessages), func(a, b *heldMessage) int { return bytes.Compare(a.key, b.key) },
 		func(m *heldMessage) ([]byte, []byte) { return m.key, m.data })
 	if err == nil {
-		err = put(appendOnly(h.tx, bktMessages), func(a, b *heldMessage) int { return bytes.Compare(a.id, b.id) },
-			func(m *heldMessage) ([]byte, []byte) { return m.id, m.key })
+		slices.SortFunc(h.msgs, func(a, b *heldMessage) int { return bytes.Compare(a.id, b.id) })
+		b := appendOnly(h.tx, bktMessages)
+		for _, m := range h.msgs {
+			if m.id == nil {
+				continue // a history ID: its key says where it is
+			}
+			if err = b.Put(m.id, m.key); err != nil {
+				break
+			}
+		}
 	}
 	if err == nil {
 		slices.SortFunc(h.msgs, func(a, b *heldMessage) int { return bytes.Compare(a.guid, b.guid) })
@@ -459,7 +501,7 @@ func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, h *historyTx) (r
 				// The twin's GUID names the stored message from now on:
 				// what the network later says of it lands there.
 				res.Duplicate, res.Twin = true, true
-				if err = tx.Bucket(bktMessageGUIDs).Put([]byte(in.Message.GUID), found); err == nil {
+				if err = putGUID(tx, in.Message.GUID, string(found)); err == nil {
 					err = getMessage(tx, found, &res.Message)
 				}
 			}
@@ -556,11 +598,11 @@ func fillAttachments(tx *bolt.Tx, m *Message, report []Attachment) (transcribed 
 	if !changed {
 		return false, nil
 	}
-	key := tx.Bucket(bktMessages).Get([]byte(m.ID))
+	key := messageKey(tx, []byte(m.ID))
 	if key == nil {
 		return false, fmt.Errorf("message %s: %w", m.ID, ErrNotFound)
 	}
-	return transcribed, putJSON(tx.Bucket(bktChatMessages), key, m)
+	return transcribed, storeMessage(tx, key, m)
 }
 
 // fillFiles completes the attachments of message m from a new report of

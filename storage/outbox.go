@@ -217,19 +217,19 @@ func (db *DB) Enqueue(ctx context.Context, req EnqueueRequest) (item OutboxItem,
 // edit items that have not failed), refusing to go beyond limit (0: no
 // limit) with ErrEditLimit.
 func countEdit(tx *bolt.Tx, messageID string, limit, delta int) error {
-	key := tx.Bucket(bktMessages).Get([]byte(messageID))
+	key := messageKey(tx, []byte(messageID))
 	if key == nil {
 		return fmt.Errorf("message %s: %w", messageID, ErrNotFound)
 	}
 	var m Message
-	if err := getJSON(tx.Bucket(bktChatMessages), key, &m); err != nil {
+	if err := loadMessage(tx, key, &m); err != nil {
 		return err
 	}
 	if limit > 0 && m.EditRequests+delta > limit {
 		return ErrEditLimit
 	}
 	m.EditRequests = max(m.EditRequests+delta, 0)
-	return putJSON(tx.Bucket(bktChatMessages), key, m)
+	return storeMessage(tx, key, &m)
 }
 
 // dropOldQuotas deletes the sandbox counts of days before today.
@@ -542,7 +542,7 @@ func adoptMessage(tx *bolt.Tx, m *Message) (bool, error) {
 	}
 	stored.OutboxID = m.OutboxID
 	*m = stored
-	return true, putJSON(tx.Bucket(bktChatMessages), key, *m)
+	return true, storeMessage(tx, key, m)
 }
 
 // ErrNotSentItem is MarkLateFailure's answer for a message that is not the
@@ -577,7 +577,7 @@ func (db *DB) MarkLateFailure(ctx context.Context, lineID, guid, reason string) 
 			return err
 		}
 		m.FailedAt, m.Error = now, reason
-		if err := putJSON(tx.Bucket(bktChatMessages), key, m); err != nil {
+		if err := storeMessage(tx, key, &m); err != nil {
 			return err
 		}
 		changed = true

@@ -42,7 +42,7 @@ func reactionKey(messageID, sender, typ string) []byte {
 // state again, or an event older than the stored one, changes nothing.
 func (db *DB) ApplyReaction(ctx context.Context, r Reaction) (stored Reaction, changed bool, err error) {
 	err = db.bolt.Batch(func(tx *bolt.Tx) error {
-		if tx.Bucket(bktMessages).Get([]byte(r.MessageID)) == nil {
+		if messageKey(tx, []byte(r.MessageID)) == nil {
 			return fmt.Errorf("message %s: %w", r.MessageID, ErrNotFound)
 		}
 		stored, changed, err = db.applyReaction(tx, r)

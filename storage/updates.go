@@ -74,7 +74,7 @@ func (db *DB) UpdateMessage(ctx context.Context, lineID string, u MessageUpdate)
 			return err
 		}
 		if events, changed = messageChanges(&m, u); changed {
-			if err := putJSON(tx.Bucket(bktChatMessages), key, m); err != nil {
+			if err := storeMessage(tx, key, &m); err != nil {
 				return err
 			}
 		}

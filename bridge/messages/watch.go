@@ -262,11 +262,14 @@ type missingFiles struct {
 	since time.Time
 }
 
-// historyPage is how many rows the first start reads at once, and
-// historyLog how often it tells how far the import has come.
+// historyPage is how many rows the first start reads at once,
+// historyTxSize how many messages it stores at once (one transaction: see
+// storage.ImportHistory), and historyLog how often it tells how far the
+// import has come.
 const (
-	historyPage = 5 * pageSize
-	historyLog  = 5 * time.Second
+	historyPage   = 5 * pageSize
+	historyTxSize = 10 * pageSize
+	historyLog    = 5 * time.Second
 )
 
 // start loads the cursor, or on the first start imports the history.
@@ -296,23 +299,38 @@ func (w *watcher) start(ctx context.Context) error {
 		}
 	}()
 	n, logged := 0, time.Now()
+	var held []bridge.Inbound
 	for p := range pages {
 		if p.err != nil {
 			return p.err
 		}
-		if _, err := w.sink.ReceiveHistory(ctx, w.b.cfg.Line, p.history); err != nil {
-			return fmt.Errorf("import history: %w", err)
+		// Pages are stored a few at once: a transaction rewrites the last
+		// page of every chat it adds to, and with 2,000 chats a page of
+		// 5,000 rows brought each only two or three messages. The cursor
+		// moves once they are stored: an import that fails resumes there.
+		held = append(held, p.history...)
+		if len(held) >= historyTxSize {
+			if _, err := w.sink.ReceiveHistory(ctx, w.b.cfg.Line, held); err != nil {
+				return fmt.Errorf("import history: %w", err)
+			}
+			n += len(held)
+			held = held[:0]
+			w.cursor = p.last
 		}
-		n += len(p.history)
-		w.cursor = p.last
 		if time.Since(logged) >= historyLog {
 			logged = time.Now()
-			w.b.log.Info("importing the Messages history", "rowid", w.cursor, "of", max,
-				"percent", w.cursor*100/max, "messages", n, "took", time.Since(start).Round(time.Millisecond))
+			w.b.log.Info("importing the Messages history", "rowid", p.last, "of", max,
+				"percent", p.last*100/max, "messages", n, "took", time.Since(start).Round(time.Millisecond))
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		return err // stopped before the end: the next start imports again
+	}
+	if len(held) > 0 {
+		if _, err := w.sink.ReceiveHistory(ctx, w.b.cfg.Line, held); err != nil {
+			return fmt.Errorf("import history: %w", err)
+		}
+		n += len(held)
 	}
 	if err := w.sink.HistoryImported(ctx, w.b.cfg.Line); err != nil {
 		return fmt.Errorf("import history: %w", err)
