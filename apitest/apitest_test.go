@@ -8,62 +8,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/blueline-app/blueline/apitest"
+	"github.com/blueline-app/blueline/testkit"
 )
-
-// recorder is a testing.TB that records failures instead of failing the
-// real test, so a test can check that the client reports drift; a Fatal
-// ends the calling goroutine, as the testing package's does.
-type recorder struct {
-	testing.TB
-	mu     sync.Mutex
-	errs   []string
-	fatals int
-}
-
-func (r *recorder) Helper() {}
-
-func (r *recorder) Errorf(format string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.errs = append(r.errs, fmt.Sprintf(format, args...))
-}
-
-func (r *recorder) Error(args ...any) { r.Errorf("%s", fmt.Sprint(args...)) }
-
-func (r *recorder) Fatalf(format string, args ...any) {
-	r.mu.Lock()
-	r.errs = append(r.errs, fmt.Sprintf(format, args...))
-	r.fatals++
-	r.mu.Unlock()
-	runtime.Goexit()
-}
-
-func (r *recorder) Fatal(args ...any) { r.Fatalf("%s", fmt.Sprint(args...)) }
-
-func (r *recorder) failures() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.errs...)
-}
-
-// run calls fn in a goroutine of its own, so that a Fatal ends only fn,
-// and reports whether fn returned normally.
-func run(fn func()) (returned bool) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn()
-		returned = true
-	}()
-	<-done
-	return returned
-}
 
 const requestID = "req_abcdefghijklmnopqrstuvwxyz"
 
@@ -105,10 +56,10 @@ func (s *server) request() (*http.Request, []byte) {
 
 func TestCallConformingAnswerPasses(t *testing.T) {
 	srv := newServer(t, 200, `{"status":"ok"}`)
-	rec := &recorder{TB: t}
+	rec := &testkit.Recorder{TB: t}
 	var r apitest.Response
-	run(func() { r = apitest.Client{TB: rec, Base: srv.URL}.Call("GET", "/healthz", "", nil) })
-	if f := rec.failures(); len(f) > 0 {
+	testkit.Run(func() { r = apitest.Client{TB: rec, Base: srv.URL}.Call("GET", "/healthz", "", nil) })
+	if f := rec.Failures(); len(f) > 0 {
 		t.Fatalf("a conforming answer was reported: %v", f)
 	}
 	if r.Status != 200 || r.Body["status"] != "ok" || string(r.Raw) != `{"status":"ok"}` || r.Header.Get("X-Request-Id") != requestID {
@@ -137,9 +88,9 @@ func TestCallReportsDrift(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newServer(t, tc.status, tc.body, tc.header...)
-			rec := &recorder{TB: t}
-			returned := run(func() { apitest.Client{TB: rec, Base: srv.URL}.Call("GET", "/healthz", "", nil) })
-			f := rec.failures()
+			rec := &testkit.Recorder{TB: t}
+			returned := testkit.Run(func() { apitest.Client{TB: rec, Base: srv.URL}.Call("GET", "/healthz", "", nil) })
+			f := rec.Failures()
 			if !returned || len(f) != 1 || !strings.Contains(f[0], "differs from the API document") || !strings.Contains(f[0], "GET /healthz") {
 				t.Fatalf("returned %v, failures %q; want one report that the answer differs", returned, f)
 			}
@@ -153,10 +104,10 @@ func TestCallReportsDrift(t *testing.T) {
 // A part of the API (Part) is not held to the document.
 func TestCallPartIsNotChecked(t *testing.T) {
 	srv := newServer(t, 200, `{"status":5,"extra":true}`)
-	rec := &recorder{TB: t}
+	rec := &testkit.Recorder{TB: t}
 	var r apitest.Response
-	run(func() { r = apitest.Client{TB: rec, Base: srv.URL, Part: true}.Call("GET", "/healthz", "", nil) })
-	if f := rec.failures(); len(f) > 0 {
+	testkit.Run(func() { r = apitest.Client{TB: rec, Base: srv.URL, Part: true}.Call("GET", "/healthz", "", nil) })
+	if f := rec.Failures(); len(f) > 0 {
 		t.Errorf("a part's answer was checked: %v", f)
 	}
 	if r.Body["extra"] != true {
@@ -172,9 +123,9 @@ func TestCallUndocumentedRoute(t *testing.T) {
 	}{{200, true}, {404, false}, {405, false}} {
 		t.Run(fmt.Sprint(tc.status), func(t *testing.T) {
 			srv := newServer(t, tc.status, `{}`)
-			rec := &recorder{TB: t}
-			run(func() { apitest.Client{TB: rec, Base: srv.URL}.Call("GET", "/v1/nowhere", "", nil) })
-			f := rec.failures()
+			rec := &testkit.Recorder{TB: t}
+			testkit.Run(func() { apitest.Client{TB: rec, Base: srv.URL}.Call("GET", "/v1/nowhere", "", nil) })
+			f := rec.Failures()
 			if got := len(f) == 1 && strings.Contains(f[0], "has no such operation"); got != tc.report || (!tc.report && len(f) > 0) {
 				t.Errorf("answered %d: failures %q, want a report: %v", tc.status, f, tc.report)
 			}
@@ -186,23 +137,23 @@ func TestCallUndocumentedRoute(t *testing.T) {
 func TestCallRefusedRequestAccepted(t *testing.T) {
 	list := `{"data":[],"has_more":false,"next_cursor":null,"request_id":"` + requestID + `"}`
 	srv := newServer(t, 200, list)
-	rec := &recorder{TB: t}
+	rec := &testkit.Recorder{TB: t}
 	c := apitest.Client{TB: rec, Base: srv.URL}
-	run(func() { c.Call("GET", "/v1/reactions?message_id=msg_1", "sk_test", nil) })
-	if f := rec.failures(); len(f) > 0 {
+	testkit.Run(func() { c.Call("GET", "/v1/reactions?message_id=msg_1", "sk_test", nil) })
+	if f := rec.Failures(); len(f) > 0 {
 		t.Fatalf("a valid exchange was reported: %v", f)
 	}
-	run(func() { c.Call("GET", "/v1/reactions", "sk_test", nil) }) // message_id is required
-	f := rec.failures()
+	testkit.Run(func() { c.Call("GET", "/v1/reactions", "sk_test", nil) }) // message_id is required
+	f := rec.Failures()
 	if len(f) != 1 || !strings.Contains(f[0], "answered 200 to a request the API document refuses") {
 		t.Fatalf("failures %q, want the accepted invalid request reported", f)
 	}
 
 	bad := newServer(t, 400, `{"error":{"type":"invalid_request_error","code":"missing_required_parameter","message":"message_id is required","param":"message_id"},"request_id":"`+requestID+`"}`)
-	rec = &recorder{TB: t}
+	rec = &testkit.Recorder{TB: t}
 	var r apitest.Response
-	run(func() { r = apitest.Client{TB: rec, Base: bad.URL}.Call("GET", "/v1/reactions", "sk_test", nil) })
-	if f := rec.failures(); len(f) > 0 {
+	testkit.Run(func() { r = apitest.Client{TB: rec, Base: bad.URL}.Call("GET", "/v1/reactions", "sk_test", nil) })
+	if f := rec.Failures(); len(f) > 0 {
 		t.Errorf("an invalid request refused with a documented 400 was reported: %v", f)
 	}
 	if r.ErrCode() != "missing_required_parameter" || r.ErrParam() != "message_id" || r.ErrType() != "invalid_request_error" {
@@ -245,43 +196,43 @@ func TestCallSends(t *testing.T) {
 
 func TestCallFatalFailures(t *testing.T) {
 	notJSON := newServer(t, 200, `[1,2]`)
-	rec := &recorder{TB: t}
-	if run(func() { apitest.Client{TB: rec, Base: notJSON.URL, Part: true}.Call("GET", "/", "", nil) }) {
+	rec := &testkit.Recorder{TB: t}
+	if testkit.Run(func() { apitest.Client{TB: rec, Base: notJSON.URL, Part: true}.Call("GET", "/", "", nil) }) {
 		t.Error("Call returned on an answer that is not a JSON object")
 	}
-	if f := rec.failures(); rec.fatals != 1 || !strings.Contains(f[0], "body is not a JSON object") {
+	if f := rec.Failures(); rec.Fatals() != 1 || !strings.Contains(f[0], "body is not a JSON object") {
 		t.Errorf("failures %q", f)
 	}
 
 	gone := httptest.NewServer(http.NotFoundHandler())
 	gone.Close()
-	rec = &recorder{TB: t}
-	if run(func() { apitest.Client{TB: rec, Base: gone.URL}.Call("GET", "/healthz", "", nil) }) {
+	rec = &testkit.Recorder{TB: t}
+	if testkit.Run(func() { apitest.Client{TB: rec, Base: gone.URL}.Call("GET", "/healthz", "", nil) }) {
 		t.Error("Call returned without an answer")
 	}
-	if rec.fatals != 1 {
-		t.Errorf("a refused connection: failures %q, want one fatal", rec.failures())
+	if rec.Fatals() != 1 {
+		t.Errorf("a refused connection: failures %q, want one fatal", rec.Failures())
 	}
 
-	rec = &recorder{TB: t}
-	if run(func() { apitest.Client{TB: rec, Base: gone.URL}.Call("GET", "/x", "", func() {}) }) || rec.fatals != 1 {
-		t.Errorf("Call with a body it cannot encode: failures %q, want one fatal", rec.failures())
+	rec = &testkit.Recorder{TB: t}
+	if testkit.Run(func() { apitest.Client{TB: rec, Base: gone.URL}.Call("GET", "/x", "", func() {}) }) || rec.Fatals() != 1 {
+		t.Errorf("Call with a body it cannot encode: failures %q, want one fatal", rec.Failures())
 	}
-	rec = &recorder{TB: t}
-	if run(func() { apitest.Client{TB: rec, Base: "http://[::1"}.Fetch("GET", "http://[::1") }) || rec.fatals != 1 {
-		t.Errorf("Fetch of a malformed URL: failures %q", rec.failures())
+	rec = &testkit.Recorder{TB: t}
+	if testkit.Run(func() { apitest.Client{TB: rec, Base: "http://[::1"}.Fetch("GET", "http://[::1") }) || rec.Fatals() != 1 {
+		t.Errorf("Fetch of a malformed URL: failures %q", rec.Failures())
 	}
 }
 
 func TestFetch(t *testing.T) {
 	srv := newServer(t, 200, "plain bytes", "Content-Type", "text/plain")
 	other := newServer(t, 200, "other bytes")
-	rec := &recorder{TB: t}
+	rec := &testkit.Recorder{TB: t}
 	c := apitest.Client{TB: rec, Base: srv.URL, HTTP: srv.Client()}
 	var resp *http.Response
 	var body []byte
-	run(func() { resp, body = c.Fetch("GET", other.URL+"/anything", "Range", "bytes=0-1") })
-	if f := rec.failures(); len(f) > 0 {
+	testkit.Run(func() { resp, body = c.Fetch("GET", other.URL+"/anything", "Range", "bytes=0-1") })
+	if f := rec.Failures(); len(f) > 0 {
 		t.Errorf("a URL outside Base was checked against the API document: %v", f)
 	}
 	req, _ := other.request()
@@ -289,28 +240,28 @@ func TestFetch(t *testing.T) {
 		t.Errorf("Fetch: %d %q, sent %v", resp.StatusCode, body, req.Header)
 	}
 	// Under Base it is held to the document: /healthz answers JSON.
-	run(func() { c.Fetch("GET", srv.URL+"/healthz") })
-	if f := rec.failures(); len(f) != 1 || !strings.Contains(f[0], "differs from the API document") {
+	testkit.Run(func() { c.Fetch("GET", srv.URL+"/healthz") })
+	if f := rec.Failures(); len(f) != 1 || !strings.Contains(f[0], "differs from the API document") {
 		t.Errorf("failures %q, want the text/plain /healthz reported", f)
 	}
 }
 
 func TestSend(t *testing.T) {
 	created := newServer(t, 201, `{"id":"obx_1","status":"pending"}`)
-	rec := &recorder{TB: t}
+	rec := &testkit.Recorder{TB: t}
 	var got map[string]any
-	run(func() {
+	testkit.Run(func() {
 		got = apitest.Client{TB: rec, Base: created.URL, Part: true}.Send("sk_k", map[string]any{"from": "+1", "to": "+2", "text": "x"})
 	})
 	req, _ := created.request()
-	if got["id"] != "obx_1" || req.Method != "POST" || req.URL.Path != "/v1/messages" || len(rec.failures()) > 0 {
-		t.Errorf("Send = %v, sent %s %s, failures %v", got, req.Method, req.URL.Path, rec.failures())
+	if got["id"] != "obx_1" || req.Method != "POST" || req.URL.Path != "/v1/messages" || len(rec.Failures()) > 0 {
+		t.Errorf("Send = %v, sent %s %s, failures %v", got, req.Method, req.URL.Path, rec.Failures())
 	}
 	refused := newServer(t, 400, `{"error":{}}`)
-	if run(func() { apitest.Client{TB: rec, Base: refused.URL, Part: true}.Send("sk_k", map[string]any{}) }) {
+	if testkit.Run(func() { apitest.Client{TB: rec, Base: refused.URL, Part: true}.Send("sk_k", map[string]any{}) }) {
 		t.Error("Send returned on a 400")
 	}
-	if f := rec.failures(); rec.fatals != 1 || !strings.Contains(f[0], "POST /v1/messages") || !strings.Contains(f[0], "400") {
+	if f := rec.Failures(); rec.Fatals() != 1 || !strings.Contains(f[0], "POST /v1/messages") || !strings.Contains(f[0], "400") {
 		t.Errorf("failures %q", f)
 	}
 }
@@ -334,10 +285,10 @@ func TestCheckErrorType(t *testing.T) {
 		{resp(400, "invalid_request_error", "invalid_json", ""), true},
 		{resp(500, "api_error", "internal_error", "oops"), true},
 	} {
-		rec := &recorder{TB: t}
-		run(func() { apitest.CheckErrorType(rec, "test", tc.r) })
-		if got := len(rec.failures()) > 0; got != tc.report {
-			t.Errorf("%d %s: reported %v, want %v (%v)", tc.r.Status, tc.r.Raw, got, tc.report, rec.failures())
+		rec := &testkit.Recorder{TB: t}
+		testkit.Run(func() { apitest.CheckErrorType(rec, "test", tc.r) })
+		if got := len(rec.Failures()) > 0; got != tc.report {
+			t.Errorf("%d %s: reported %v, want %v (%v)", tc.r.Status, tc.r.Raw, got, tc.report, rec.Failures())
 		}
 	}
 }

@@ -161,15 +161,15 @@ func TestReceiverAnswerWritesItself(t *testing.T) {
 // With CheckEvents, a delivery the API document does not describe fails
 // the test.
 func TestReceiverCheckEvents(t *testing.T) {
-	rec := &recorder{TB: t}
+	rec := &testkit.Recorder{TB: t}
 	rc := apitest.NewReceiver(rec, false, nil)
 	deliver(t, rc, "s", time.Now().UnixMilli(), []byte(`{"event":"no.such.event"}`))
-	if f := rec.failures(); len(f) > 0 {
+	if f := rec.Failures(); len(f) > 0 {
 		t.Fatalf("checked before CheckEvents: %v", f)
 	}
 	rc.CheckEvents()
 	deliver(t, rc, "s", time.Now().UnixMilli(), []byte(`{"event":"no.such.event"}`))
-	f := rec.failures()
+	f := rec.Failures()
 	if len(f) != 1 || !strings.Contains(f[0], "differs from the API document") || !strings.Contains(f[0], "no.such.event") {
 		t.Errorf("failures %q, want the unknown event reported", f)
 	}

@@ -6,9 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,52 +15,6 @@ import (
 	"github.com/blueline-app/blueline/daemontest"
 	"github.com/blueline-app/blueline/testkit"
 )
-
-// recorder is a testing.TB that records failures instead of failing the
-// real test; a Fatal ends the calling goroutine, as the testing package's
-// does.
-type recorder struct {
-	testing.TB
-	mu     sync.Mutex
-	errs   []string
-	fatals int
-}
-
-func (r *recorder) Helper() {}
-
-func (r *recorder) Errorf(format string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.errs = append(r.errs, fmt.Sprintf(format, args...))
-}
-
-func (r *recorder) Fatalf(format string, args ...any) {
-	r.mu.Lock()
-	r.errs = append(r.errs, fmt.Sprintf(format, args...))
-	r.fatals++
-	r.mu.Unlock()
-	runtime.Goexit()
-}
-
-func (r *recorder) Fatal(args ...any) { r.Fatalf("%s", fmt.Sprint(args...)) }
-
-func (r *recorder) failures() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.errs...)
-}
-
-// run calls fn in a goroutine of its own, so that a Fatal ends only fn.
-func run(fn func()) (returned bool) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn()
-		returned = true
-	}()
-	<-done
-	return returned
-}
 
 func TestWriteConfig(t *testing.T) {
 	cfgPath, dataDir := daemontest.WriteConfig(t, "[limits]\nrequests_per_hour = 7\n")
@@ -99,9 +51,9 @@ func TestWriteConfig(t *testing.T) {
 	// A configuration that does not load fails the test.
 	bad := filepath.Join(t.TempDir(), "bad.toml")
 	os.WriteFile(bad, []byte("[server\n"), 0o600)
-	rec := &recorder{TB: t}
-	if run(func() { daemontest.LoadConfig(rec, bad) }) || rec.fatals != 1 {
-		t.Errorf("LoadConfig of a broken file: failures %q", rec.failures())
+	rec := &testkit.Recorder{TB: t}
+	if testkit.Run(func() { daemontest.LoadConfig(rec, bad) }) || rec.Fatals() != 1 {
+		t.Errorf("LoadConfig of a broken file: failures %q", rec.Failures())
 	}
 }
 
@@ -192,25 +144,25 @@ func TestDaemonLifecycle(t *testing.T) {
 // Start of a running daemon, and admin requests the daemon refuses, fail
 // the test.
 func TestDaemonMisuseFails(t *testing.T) {
-	rec := &recorder{TB: t}
+	rec := &testkit.Recorder{TB: t}
 	var td *daemontest.Daemon
-	if !run(func() { td = daemontest.Start(rec, "") }) {
-		t.Fatalf("Start: %q", rec.failures())
+	if !testkit.Run(func() { td = daemontest.Start(rec, "") }) {
+		t.Fatalf("Start: %q", rec.Failures())
 	}
-	if run(func() { td.Start() }) {
+	if testkit.Run(func() { td.Start() }) {
 		t.Error("a second Start returned")
 	}
-	if f := rec.failures(); len(f) != 1 || !strings.Contains(f[0], "already running") {
+	if f := rec.Failures(); len(f) != 1 || !strings.Contains(f[0], "already running") {
 		t.Errorf("failures %q", f)
 	}
-	if run(func() { td.Inbound("+19999999999", daemontest.Alice, "to no line") }) {
+	if testkit.Run(func() { td.Inbound("+19999999999", daemontest.Alice, "to no line") }) {
 		t.Error("Inbound on a line that does not exist returned")
 	}
-	if run(func() { td.Key(api.KeyRequest{Scopes: "no-such-scope"}) }) {
+	if testkit.Run(func() { td.Key(api.KeyRequest{Scopes: "no-such-scope"}) }) {
 		t.Error("Key with an unknown scope returned")
 	}
-	if n := len(rec.failures()); n != 3 {
-		t.Errorf("failures %q, want 3", rec.failures())
+	if n := len(rec.Failures()); n != 3 {
+		t.Errorf("failures %q, want 3", rec.Failures())
 	}
 	if td.Daemon() == nil {
 		t.Error("the daemon stopped")
@@ -224,11 +176,11 @@ func TestRunFailure(t *testing.T) {
 	if err := os.WriteFile(dataDir, []byte("in the way"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rec := &recorder{TB: t}
-	if run(func() { daemontest.Run(rec, cfgPath) }) {
+	rec := &testkit.Recorder{TB: t}
+	if testkit.Run(func() { daemontest.Run(rec, cfgPath) }) {
 		t.Fatal("Run returned a daemon over a data folder that is a file")
 	}
-	if rec.fatals != 1 {
-		t.Errorf("failures %q", rec.failures())
+	if rec.Fatals() != 1 {
+		t.Errorf("failures %q", rec.Failures())
 	}
 }

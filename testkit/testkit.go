@@ -5,8 +5,10 @@
 package testkit
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -59,4 +61,67 @@ func SharedTempDir(t *testing.T) string {
 	}
 	t.Setenv("TMPDIR", dir)
 	return dir
+}
+
+// Recorder is a testing.TB that records failures instead of failing the
+// test it wraps, so that a test can check what a helper reports. A Fatal
+// ends the calling goroutine, as the testing package's does: call what may
+// fail through Run.
+type Recorder struct {
+	testing.TB
+	mu     sync.Mutex
+	errs   []string
+	fatals int
+}
+
+// Helper does nothing: the recorder reports no lines.
+func (r *Recorder) Helper() {}
+
+// Errorf records a failure.
+func (r *Recorder) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+// Error records a failure.
+func (r *Recorder) Error(args ...any) { r.Errorf("%s", fmt.Sprint(args...)) }
+
+// Fatalf records a failure and ends the calling goroutine.
+func (r *Recorder) Fatalf(format string, args ...any) {
+	r.mu.Lock()
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+	r.fatals++
+	r.mu.Unlock()
+	runtime.Goexit()
+}
+
+// Fatal records a failure and ends the calling goroutine.
+func (r *Recorder) Fatal(args ...any) { r.Fatalf("%s", fmt.Sprint(args...)) }
+
+// Failures are the failures recorded, in order.
+func (r *Recorder) Failures() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.errs...)
+}
+
+// Fatals is how many of them were fatal.
+func (r *Recorder) Fatals() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.fatals
+}
+
+// Run calls fn in a goroutine of its own, so that a Recorder's Fatal ends
+// only fn, and reports whether fn returned normally.
+func Run(fn func()) (returned bool) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+		returned = true
+	}()
+	<-done
+	return returned
 }

@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,56 +14,15 @@ import (
 	"github.com/blueline-app/blueline/testkit"
 )
 
-// recorder is a testing.TB that records failures instead of failing the
-// real test; a Fatal ends the calling goroutine, as the testing package's
-// does.
-type recorder struct {
-	testing.TB
-	mu     sync.Mutex
-	errors []string
-	fatal  bool
-}
-
-func (r *recorder) Helper() {}
-
-func (r *recorder) Errorf(format string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.errors = append(r.errors, fmt.Sprintf(format, args...))
-}
-
-func (r *recorder) Fatalf(format string, args ...any) {
-	r.mu.Lock()
-	r.errors = append(r.errors, fmt.Sprintf(format, args...))
-	r.fatal = true
-	r.mu.Unlock()
-	runtime.Goexit()
-}
-
-func (r *recorder) Fatal(args ...any) { r.Fatalf("%s", fmt.Sprint(args...)) }
-
-// run calls fn in a goroutine of its own, so that a Fatal ends only fn,
-// and reports whether fn returned normally.
-func run(fn func()) (returned bool) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn()
-		returned = true
-	}()
-	<-done
-	return returned
-}
-
 func TestEventuallySucceeds(t *testing.T) {
-	rec := &recorder{TB: t}
+	rec := &testkit.Recorder{TB: t}
 	var calls atomic.Int32
 	start := time.Now()
-	ok := run(func() {
+	ok := testkit.Run(func() {
 		testkit.Eventually(rec, 5*time.Second, func() bool { return calls.Add(1) >= 3 })
 	})
-	if !ok || rec.fatal || len(rec.errors) > 0 {
-		t.Fatalf("Eventually failed a condition that came true: returned %v, %v", ok, rec.errors)
+	if !ok || (rec.Fatals() > 0) || len(rec.Failures()) > 0 {
+		t.Fatalf("Eventually failed a condition that came true: returned %v, %v", ok, rec.Failures())
 	}
 	if n := calls.Load(); n != 3 {
 		t.Errorf("the condition was polled %d times, want 3 (until it held)", n)
@@ -75,28 +33,28 @@ func TestEventuallySucceeds(t *testing.T) {
 }
 
 func TestEventuallyTrueAtOnceDoesNotPoll(t *testing.T) {
-	rec := &recorder{TB: t}
+	rec := &testkit.Recorder{TB: t}
 	calls := 0
-	run(func() { testkit.Eventually(rec, time.Hour, func() bool { calls++; return true }) })
-	if calls != 1 || len(rec.errors) > 0 {
-		t.Errorf("calls %d, errors %v; want one call and no failure", calls, rec.errors)
+	testkit.Run(func() { testkit.Eventually(rec, time.Hour, func() bool { calls++; return true }) })
+	if calls != 1 || len(rec.Failures()) > 0 {
+		t.Errorf("calls %d, errors %v; want one call and no failure", calls, rec.Failures())
 	}
 }
 
 func TestEventuallyFailsAfterItsDeadline(t *testing.T) {
-	rec := &recorder{TB: t}
+	rec := &testkit.Recorder{TB: t}
 	const within = 50 * time.Millisecond
 	start := time.Now()
 	var calls atomic.Int32
-	ok := run(func() {
+	ok := testkit.Run(func() {
 		testkit.Eventually(rec, within, func() bool { calls.Add(1); return false })
 	})
 	took := time.Since(start)
 	if ok {
 		t.Fatal("Eventually returned although the condition never held")
 	}
-	if !rec.fatal || len(rec.errors) != 1 || !strings.Contains(rec.errors[0], "condition not met within 50ms") {
-		t.Fatalf("recorded %v (fatal %v), want one fatal \"condition not met within 50ms\"", rec.errors, rec.fatal)
+	if !(rec.Fatals() > 0) || len(rec.Failures()) != 1 || !strings.Contains(rec.Failures()[0], "condition not met within 50ms") {
+		t.Fatalf("recorded %v (fatal %v), want one fatal \"condition not met within 50ms\"", rec.Failures(), (rec.Fatals() > 0))
 	}
 	if took < within {
 		t.Errorf("failed after %s, before its deadline of %s", took, within)
