@@ -8,13 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/blueline-app/blueline/apitest"
-	"github.com/blueline-app/blueline/bridge/messages/chatdb/chatdbtest"
 	"github.com/blueline-app/blueline/testkit"
 )
 
@@ -154,6 +154,25 @@ func TestCrashKeepsWebhookDeliveries(t *testing.T) {
 	})
 }
 
+// longUsedChatDB writes a long-used Mac's chat.db of n rows in dir
+// (chatdbtest.WriteLongUsed) and returns its path. A program built without
+// the race detector writes it: under the detector the pure-Go SQLite takes
+// minutes over what it writes in seconds.
+func longUsedChatDB(t testing.TB, dir string, n int) string {
+	t.Helper()
+	gen := filepath.Join(t.TempDir(), "longused")
+	build := exec.Command("go", "build", "-o", gen, "./e2e/testdata/longused")
+	build.Dir = ".." // the repository's root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(gen, dir, strconv.Itoa(n)).Output()
+	if err != nil {
+		t.Fatalf("longused: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
 // A real process is killed (SIGKILL) at several points of its first
 // start's history import; the start after that imports the rest. Every
 // message is there once, and the IDs a client saw before a kill are the
@@ -169,13 +188,11 @@ func TestCrashDuringHistoryImport(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	fx := chatdbtest.New(t, dir)
-	writeBigChatDB(fx, 40_000)
-	fx.Checkpoint()
-	want := historyMessages(t, fx.Path())
+	chatDB := longUsedChatDB(t, dir, 40_000)
+	want := historyMessages(t, chatDB)
 	td, write := processTestDaemon(t)
 	write(fmt.Sprintf("\n[[lines]]\nhandle = %q\nbridge = \"messages\"\nchat_db = %q\nosascript = \"/bin/false\"\nhelper_port = %d\n",
-		macLine, fx.Path(), freeTCPPort(t)))
+		macLine, chatDB, freeTCPPort(t)))
 	logs := filepath.Join(t.TempDir(), "log")
 	start := func() (*exec.Cmd, *os.File) {
 		t.Helper()

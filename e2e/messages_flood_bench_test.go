@@ -67,7 +67,7 @@ func BenchmarkMessagesICloudFlood(b *testing.B) {
 	mac := newFakeMac(b)
 	start := time.Now()
 	tail := writeChatTail(mac.db, min(2000, historyRows/50))
-	writeBigChatDB(mac.db, historyRows-tail)
+	chatdbtest.WriteLongUsed(mac.db, historyRows-tail)
 	hist := readFloodHistory(b, mac.db.Path())
 	want := historyMessages(b, mac.db.Path())
 	b.Logf("chat.db: %d message rows (%d in the long tail), %d chats, %d twin sources; built in %s",
