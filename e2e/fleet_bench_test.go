@@ -5,10 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"slices"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,15 +15,6 @@ import (
 	"github.com/blueline-app/blueline/daemontest"
 	"github.com/blueline-app/blueline/testkit"
 )
-
-// ms is d in milliseconds.
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// quantile is the q-quantile (0..1) of durations, in ms.
-func quantile(ds []time.Duration, q float64) float64 {
-	sorted := slices.Sorted(slices.Values(ds))
-	return ms(sorted[min(len(sorted)-1, int(q*float64(len(sorted))))])
-}
 
 // BenchmarkFleet measures a fleet of three nodes in one process on
 // loopback, each with its embedded NATS server and its own line:
@@ -72,10 +59,10 @@ func BenchmarkFleet(b *testing.B) {
 	b.ResetTimer()
 	local, fwd := timed(c.URL()), timed(a.URL())
 	b.StopTimer()
-	b.ReportMetric(quantile(local, .5), "local-p50-ms")
-	b.ReportMetric(quantile(local, .99), "local-p99-ms")
-	b.ReportMetric(quantile(fwd, .5), "fwd-p50-ms")
-	b.ReportMetric(quantile(fwd, .99), "fwd-p99-ms")
+	b.ReportMetric(ms(pctile(local, .5)), "local-p50-ms")
+	b.ReportMetric(ms(pctile(local, .99)), "local-p99-ms")
+	b.ReportMetric(ms(pctile(fwd, .5)), "fwd-p50-ms")
+	b.ReportMetric(ms(pctile(fwd, .99)), "fwd-p99-ms")
 
 	// Events: recorded on A, through the stream, to a webhook of A's line
 	// registered through B, delivered by whichever node pulls.
@@ -137,31 +124,9 @@ func BenchmarkFleet(b *testing.B) {
 		testkit.Eventually(b, 10*time.Second, func() bool { return get(a.URL(), hooksOfA, k) == 401 })
 		revoked = append(revoked, time.Since(start))
 	}
-	b.ReportMetric(quantile(made, .5), "key-p50-ms")
-	b.ReportMetric(quantile(made, 1), "key-max-ms")
-	b.ReportMetric(quantile(revoked, .5), "revoke-p50-ms")
-}
-
-// rssOf is a process's resident and anonymous memory, in MiB (Linux).
-func rssOf(b *testing.B, pid int) (rss, anon float64) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		b.Skipf("no /proc: %v", err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		name, value, _ := strings.Cut(line, ":")
-		kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 64)
-		if err != nil {
-			continue
-		}
-		switch name {
-		case "VmRSS":
-			rss = kb / 1024
-		case "RssAnon":
-			anon = kb / 1024
-		}
-	}
-	return rss, anon
+	b.ReportMetric(ms(pctile(made, .5)), "key-p50-ms")
+	b.ReportMetric(ms(pctile(made, 1)), "key-max-ms")
+	b.ReportMetric(ms(pctile(revoked, .5)), "revoke-p50-ms")
 }
 
 // BenchmarkFleetNodeMemory is the memory of a fleet's node process (its
@@ -190,13 +155,16 @@ func BenchmarkFleetNodeMemory(b *testing.B) {
 	for range b.N {
 		var rss, anon float64
 		for _, p := range procs {
-			r, a := rssOf(b, p.cmd.Process.Pid)
-			rss, anon = rss+r/3, anon+a/3
+			r, _, a, _ := procStatusOf(p.cmd.Process.Pid)
+			rss, anon = rss+mib(r)/3, anon+mib(a)/3
 		}
 		b.ReportMetric(rss, "node-rss-MiB")
 		b.ReportMetric(anon, "node-anon-MiB")
-		r, a := rssOf(b, cmd.Process.Pid)
-		b.ReportMetric(r, "single-rss-MiB")
-		b.ReportMetric(a, "single-anon-MiB")
+		r, _, a, _ := procStatusOf(cmd.Process.Pid)
+		b.ReportMetric(mib(r), "single-rss-MiB")
+		b.ReportMetric(mib(a), "single-anon-MiB")
 	}
 }
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

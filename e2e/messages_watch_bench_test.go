@@ -505,9 +505,17 @@ func memNow() memSample {
 	return s
 }
 
-// procStatus reads VmRSS, VmHWM, RssAnon and RssFile (Linux only).
-func procStatus() (rss, hwm, anon, file uint64) {
-	f, err := os.Open("/proc/self/status")
+// procStatus reads this process's VmRSS, VmHWM, RssAnon and RssFile (Linux
+// only).
+func procStatus() (rss, hwm, anon, file uint64) { return procStatusIn("/proc/self/status") }
+
+// procStatusOf is procStatus of the process pid.
+func procStatusOf(pid int) (rss, hwm, anon, file uint64) {
+	return procStatusIn(fmt.Sprintf("/proc/%d/status", pid))
+}
+
+func procStatusIn(path string) (rss, hwm, anon, file uint64) {
+	f, err := os.Open(path)
 	if err != nil {
 		return
 	}
