@@ -87,6 +87,9 @@ type DB struct {
 	lines []Line // set once by SyncLines, read-only afterwards
 
 	journal journal // the GUID journal's in-memory side (guids.go)
+	// importChats are the chats a history import stored last, as stored
+	// (historyTx.chat), guarded by journal.mu as imports are.
+	importChats map[string]importedChat
 
 	outboxReady   chan struct{}
 	webhooksReady chan struct{}

@@ -347,3 +347,61 @@ func TestHistoryID(t *testing.T) {
 		}
 	}
 }
+
+// An import comes back to the same chats batch after batch and keeps them
+// from one to the next (importChat); a chat another writer changed in
+// between is read again, so that neither change is lost.
+func TestImportKeepsOthersChanges(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	lines, err := db.SyncLines(ctx, []Line{{Handle: "+15550000001", Service: "imessage", Bridge: "messages"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := lines[0]
+	dm := Chat{ID: NewID("cht_"), LineID: line.ID, GUID: "iMessage;-;+15551110001", Identifier: "+15551110001", Service: "imessage"}
+	quiet := Chat{ID: NewID("cht_"), LineID: line.ID, GUID: "iMessage;-;+15551110002", Identifier: "+15551110002", Service: "imessage"}
+	n := 0
+	batch := func(sentAt ...int64) []Inbound {
+		var in []Inbound
+		for _, at := range sentAt {
+			for _, c := range []Chat{dm, quiet} {
+				n++
+				in = append(in, Inbound{Chat: c, Message: Message{GUID: fmt.Sprintf("00000000-0000-4000-8000-%012d", n),
+					Sender: c.Identifier, Text: ptr("old"), Service: "imessage", SentAt: at, SyncedAt: at}})
+			}
+		}
+		return in
+	}
+	if _, err := db.ImportHistory(ctx, line.ID, batch(1000, 2000)); err != nil {
+		t.Fatal(err)
+	}
+	// Between two batches, a live message in dm only.
+	if _, err := db.RecordInbound(ctx, Inbound{Chat: dm, Message: Message{ID: NewID("msg_"), GUID: "33333333-2222-4333-8444-555555555555",
+		Sender: dm.Identifier, Text: ptr("live"), Service: "imessage", SentAt: 9000, SyncedAt: 9000}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ImportHistory(ctx, line.ID, batch(3000)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []struct {
+		chat           Chat
+		last           int64
+		unread, listed int
+	}{{dm, 9000, 4, 4}, {quiet, 3000, 3, 3}} {
+		got, err := db.ChatByGUID(ctx, line.ID, want.chat.GUID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.LastMessageAt != want.last || got.UnreadCount != want.unread {
+			t.Errorf("%s: last message at %d, %d unread; want %d and %d", want.chat.Identifier, got.LastMessageAt, got.UnreadCount, want.last, want.unread)
+		}
+		if l := listAll(t, db, got.ID, 10); len(l) != want.listed {
+			t.Errorf("%s: %d messages listed, want %d", want.chat.Identifier, len(l), want.listed)
+		}
+	}
+}

@@ -260,6 +260,7 @@ func (db *DB) ImportHistory(ctx context.Context, lineID string, msgs []Inbound) 
 		n := min(chunk, len(msgs))
 		db.journal.mu.Lock()
 		var batchTwins []string
+		var stored []importedChat
 		err := db.bolt.Update(func(tx *bolt.Tx) error {
 			batchTwins = batchTwins[:0]
 			h := db.newHistoryTx(tx, msgs[:n])
@@ -272,8 +273,15 @@ func (db *DB) ImportHistory(ctx context.Context, lineID string, msgs []Inbound) 
 					batchTwins = append(batchTwins, in.Message.GUID)
 				}
 			}
-			return h.flush()
+			if err := h.flush(); err != nil {
+				return err
+			}
+			stored = h.storedChats()
+			return nil
 		})
+		if err == nil {
+			db.rememberImportChats(stored)
+		}
 		full := db.journal.generations >= journalMergeAt
 		db.journal.mu.Unlock()
 		if err == nil && full {
@@ -311,6 +319,7 @@ type historyTx struct {
 // counted once its messages are written. num is its number in history IDs,
 // 0 until the first of its messages is put.
 type historyChat struct {
+	key      string // its chatGUIDKey
 	saved, c Chat
 	recount  bool
 	num      uint32
@@ -368,15 +377,71 @@ func (h *historyTx) chat(want Chat, news chatNews) (*historyChat, error) {
 		mergeChat(&hc.c, want, news)
 		return hc, nil
 	}
-	c, err := upsertChat(h.tx, want, news)
+	c, err := h.db.importChat(h.tx, key, want, news)
 	if err != nil {
 		return nil, err
 	}
-	hc := &historyChat{saved: c, c: c}
+	hc := &historyChat{key: key, saved: c, c: c}
 	hc.saved.Participants = slices.Clone(c.Participants)
 	h.chats[key] = hc
 	h.order = append(h.order, hc)
 	return hc, nil
+}
+
+// importedChat is a chat as a history import's last transaction stored
+// it: its record, and the chat decoded from it.
+type importedChat struct {
+	key  string // its chatGUIDKey
+	data []byte
+	chat Chat
+}
+
+// maxImportChats bounds importChats: past it, the chats of older
+// transactions are read again.
+const maxImportChats = 50_000
+
+// importChat is upsertChat for an import, which comes back to the same
+// chats transaction after transaction (each of 10,000 messages brought
+// 2,000 chats a few each): a chat whose record is still the one the import
+// stored last is not decoded again. Any other writer's change to it shows
+// in its record, and it is then read as upsertChat reads it. The caller
+// holds db.journal.mu.
+func (db *DB) importChat(tx *bolt.Tx, key string, want Chat, news chatNews) (Chat, error) {
+	known, ok := db.importChats[key]
+	if !ok || !bytes.Equal(tx.Bucket(bktChats).Get([]byte(known.chat.ID)), known.data) {
+		return upsertChat(tx, want, news)
+	}
+	c := known.chat
+	c.Participants = slices.Clone(c.Participants)
+	old := c
+	if !mergeChat(&c, want, news) {
+		return c, nil
+	}
+	return c, putChat(tx, &old, &c)
+}
+
+// storedChats are the transaction's chats as it stored them, for
+// importChat, once it has committed. Called after flush.
+func (h *historyTx) storedChats() []importedChat {
+	b := h.tx.Bucket(bktChats)
+	out := make([]importedChat, 0, len(h.order))
+	for _, hc := range h.order {
+		c := hc.c
+		c.Participants = slices.Clone(c.Participants)
+		out = append(out, importedChat{key: hc.key, data: bytes.Clone(b.Get([]byte(c.ID))), chat: c})
+	}
+	return out
+}
+
+// rememberImportChats keeps the chats a committed import transaction
+// stored (see importChat). The caller holds db.journal.mu.
+func (db *DB) rememberImportChats(chats []importedChat) {
+	if db.importChats == nil || len(db.importChats)+len(chats) > maxImportChats {
+		db.importChats = make(map[string]importedChat, len(chats))
+	}
+	for _, c := range chats {
+		db.importChats[c.key] = c
+	}
 }
 
 // put stores a new message of chat hc, as putMessage does, and holds its

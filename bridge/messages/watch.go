@@ -354,8 +354,13 @@ type historyBatch struct {
 func (w *watcher) readHistory(ctx context.Context, max int64, pages chan<- historyBatch) {
 	defer close(pages)
 	after := w.cursor
+	var db *chatdb.DB
+	var backlog *chatdb.Backlog
 	for after < max {
-		rows, err := w.b.db.Load().Rows(ctx, after, historyPage)
+		if d := w.b.db.Load(); d != db { // chat.db was opened again
+			db, backlog = d, d.Backlog()
+		}
+		rows, err := backlog.Rows(ctx, after, historyPage)
 		if err != nil {
 			pages <- historyBatch{err: err}
 			return

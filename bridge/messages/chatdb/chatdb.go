@@ -223,17 +223,32 @@ func (db *DB) opt(table, alias, column, fallback string) string {
 
 // buildQueries assembles the SELECTs from what the probe found.
 func (db *DB) buildQueries() {
+	// The yes/no columns come as one integer of flags (see msgFlag…): a
+	// first start reads a million rows, and each column the driver hands
+	// over costs more than the arithmetic that packs it.
+	flag := func(col string, bit int) string {
+		// SQLite gives << and | the same precedence: each term in brackets.
+		return fmt.Sprintf("((IFNULL(%s, 0) != 0) << %d)", col, bit)
+	}
+	flags := "(" + strings.Join([]string{
+		flag("m.is_from_me", msgFlagFromMe),
+		flag("m.is_sent", msgFlagSent),
+		flag(db.opt("message", "m", "is_delivered", "0"), msgFlagDelivered),
+		flag(db.opt("message", "m", "is_audio_message", "0"), msgFlagAudio),
+		flag(db.opt("message", "m", "is_read", "0"), msgFlagRead),
+		flag("m.cache_has_attachments", msgFlagHasAttachments),
+		flag(db.opt("message", "m", "is_spam", "0"), msgFlagSpam),
+	}, " | ") + ")"
 	otherHandle := "NULL"
 	if db.cols.has("message", "other_handle") {
-		otherHandle = "(SELECT oh.id FROM handle oh WHERE oh.ROWID = m.other_handle)"
+		// Most rows have none: no lookup for them.
+		otherHandle = "CASE WHEN m.other_handle > 0 THEN (SELECT oh.id FROM handle oh WHERE oh.ROWID = m.other_handle) END"
 	}
 	msgCols := []string{
 		"m.ROWID", "m.guid", "m.text", "m.attributedBody", "h.id", "m.service", "m.date",
-		"m.is_from_me", "m.is_sent", "m.error", "m.associated_message_guid", "m.associated_message_type",
+		flags, "m.error", "m.associated_message_guid", "m.associated_message_type",
 		"m.item_type",
 		db.opt("message", "m", "date_read", "0"),
-		db.opt("message", "m", "is_delivered", "0"),
-		db.opt("message", "m", "is_audio_message", "0"),
 		db.opt("message", "m", "thread_originator_guid", "NULL"),
 		db.opt("message", "m", "balloon_bundle_id", "NULL"),
 		db.opt("message", "m", "date_delivered", "0"),
@@ -243,10 +258,7 @@ func (db *DB) buildQueries() {
 		db.opt("message", "m", "group_action_type", "0"),
 		db.opt("message", "m", "group_title", "NULL"),
 		otherHandle,
-		db.opt("message", "m", "is_read", "0"),
 		db.opt("message", "m", "schedule_type", "0"),
-		"m.cache_has_attachments",
-		db.opt("message", "m", "is_spam", "0"),
 		db.opt("message", "m", "account", "NULL"),
 		db.opt("message", "m", "destination_caller_id", "NULL"),
 		db.opt("message", "m", "message_summary_info", "NULL"),

@@ -812,3 +812,60 @@ func BenchmarkRows100k(b *testing.B) {
 	// The figure the README quotes: rows per second, not ns per 100,000.
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
+
+// A Backlog reads what Rows reads, page after page, and reads each chat
+// once: a group renamed between two pages keeps, in the backlog, the name
+// it had when first read.
+func TestBacklogReadsChatsOnce(t *testing.T) {
+	f := chatdbtest.New(t, t.TempDir())
+	group := f.GroupChat("iMessage", "Weekend", carol, bob)
+	direct := f.DirectChat("SMS", alice)
+	for i := range 10 {
+		f.Insert(chatdbtest.Msg{Chat: group, From: bob, Text: fmt.Sprintf("group %d", i)})
+		f.Insert(chatdbtest.Msg{Chat: direct, Text: fmt.Sprintf("direct %d", i), IsSent: true})
+	}
+	db := open(t, f)
+	ctx := context.Background()
+	backlog := db.Backlog()
+	first, err := backlog.Rows(ctx, 0, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Rename(group, bob, "Renamed")
+	var got []chatdb.Row
+	for after := int64(0); ; {
+		page, err := backlog.Rows(ctx, after, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		got = append(got, page...)
+		after = page[len(page)-1].RowID
+	}
+	if len(got) < 7 || !reflect.DeepEqual(first, got[:7]) {
+		t.Errorf("the first page read twice differs")
+	}
+	want, err := db.Rows(ctx, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) || len(got) != 21 {
+		t.Fatalf("backlog read %d rows, Rows %d; want 21", len(got), len(want))
+	}
+	for i := range got {
+		if got[i].Chat.RowID == group.RowID {
+			if got[i].Chat.DisplayName != "Weekend" {
+				t.Errorf("row %d: backlog's group is %q, want the name first read", got[i].RowID, got[i].Chat.DisplayName)
+			}
+			if want[i].Chat.DisplayName != "Renamed" {
+				t.Errorf("row %d: Rows' group is %q, want the name it has now", want[i].RowID, want[i].Chat.DisplayName)
+			}
+			got[i].Chat.DisplayName = want[i].Chat.DisplayName
+		}
+		if !reflect.DeepEqual(got[i], want[i]) {
+			t.Errorf("row %d:\nbacklog %+v\n   Rows %+v", i, got[i], want[i])
+		}
+	}
+}

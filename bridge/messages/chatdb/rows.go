@@ -275,6 +275,33 @@ type queryer interface {
 // ROWID order. One call is one read transaction: page through a large
 // backlog rather than holding Messages' checkpoint back for long.
 func (db *DB) Rows(ctx context.Context, after int64, limit int) ([]Row, error) {
+	return db.rows(ctx, after, limit, nil)
+}
+
+// Backlog reads a long run of rows, page after page, as a first start's
+// import of the history does: each chat is read once, when a page first
+// names it, where Rows reads the chats of every page again (2,000 chats
+// and their members each page, for a Mac used with that many people). A
+// chat renamed during the import keeps, in what it reads, the name it had
+// when first read. It is not safe for concurrent use.
+type Backlog struct {
+	db    *DB
+	chats map[int64]Chat
+}
+
+// Backlog starts reading a backlog.
+func (db *DB) Backlog() *Backlog {
+	return &Backlog{db: db, chats: map[int64]Chat{}}
+}
+
+// Rows is DB.Rows, with the chats already read taken from memory.
+func (b *Backlog) Rows(ctx context.Context, after int64, limit int) ([]Row, error) {
+	return b.db.rows(ctx, after, limit, b.chats)
+}
+
+// rows reads as Rows does; known, when not nil, holds chats already read,
+// and gets those read here.
+func (db *DB) rows(ctx context.Context, after int64, limit int, known map[int64]Chat) ([]Row, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -297,7 +324,7 @@ func (db *DB) Rows(ctx context.Context, after int64, limit int) ([]Row, error) {
 			return err
 		}
 		// The rows form one ROWID window: their attachments are one range.
-		return db.complete(ctx, tx, rows, weak, &rowWindow{after, rows[len(rows)-1].RowID})
+		return db.complete(ctx, tx, rows, weak, &rowWindow{after, rows[len(rows)-1].RowID}, known)
 	})
 	if err != nil {
 		return nil, err
@@ -329,7 +356,7 @@ func (db *DB) RowsByGUID(ctx context.Context, guids []string) ([]Row, error) {
 			return err
 		}
 		slices.SortFunc(out, func(a, b Row) int { return cmp.Compare(a.RowID, b.RowID) })
-		return db.complete(ctx, tx, out, weak, nil)
+		return db.complete(ctx, tx, out, weak, nil, nil)
 	})
 	if err != nil {
 		return nil, err
@@ -472,7 +499,7 @@ func (db *DB) FindOutgoing(ctx context.Context, o Outgoing) ([]Row, error) {
 		if err != nil {
 			return err
 		}
-		return db.complete(ctx, tx, cands, weak, nil)
+		return db.complete(ctx, tx, cands, weak, nil, nil)
 	})
 	if err != nil {
 		return nil, err
@@ -574,23 +601,56 @@ func (db *DB) queryRowIDs(ctx context.Context, q queryer, query string, args ...
 }
 
 // msgScan is one scanned message row.
+// Bits of the flags column of the message SELECT (buildQueries).
+const (
+	msgFlagFromMe = iota
+	msgFlagSent
+	msgFlagDelivered
+	msgFlagAudio
+	msgFlagRead
+	msgFlagHasAttachments
+	msgFlagSpam
+)
+
+// msgScan receives a row of the message SELECT. Most columns are scanned
+// as they come (database/sql's cheapest path, see colInt and colString);
+// the two blobs as RawBytes, which are decoded before the next row and so
+// need no copy.
 type msgScan struct {
-	rowID                                int64
-	guid, text, handleAddr, service      sql.NullString
-	body                                 sql.RawBytes
-	date, dateRead                       sql.NullInt64
-	dateDelivered, dateEdited, retracted sql.NullInt64
-	isFromMe, isSent, isDelivered, audio sql.NullInt64
-	errCode, assocType, itemType         sql.NullInt64
-	groupAction                          sql.NullInt64
-	assocGUID, threadGUID, balloon       sql.NullString
-	emoji, groupTitle, otherHandle       sql.NullString
-	isRead, scheduleType, hasAttachments sql.NullInt64
-	isSpam                               sql.NullInt64
-	account, callerID                    sql.NullString
-	summary                              sql.RawBytes
-	partCount                            sql.NullInt64
-	chatID                               sql.NullInt64
+	rowID, flags                 int64
+	guid, text, handleAddr       any
+	service, date, errCode       any
+	assocGUID, assocType, itemTy any
+	dateRead, threadGUID         any
+	balloon, dateDelivered       any
+	dateEdited, retracted, emoji any
+	groupAction, groupTitle      any
+	otherHandle, scheduleType    any
+	account, callerID, partCount any
+	chatID                       any
+	body, summary                sql.RawBytes
+}
+
+// colInt is an integer column scanned into an any: 0 for NULL.
+func colInt(v any) int64 {
+	switch v := v.(type) {
+	case int64:
+		return v
+	case float64: // SQLite keeps what it is given: a date written as a real
+		return int64(v)
+	}
+	return 0
+}
+
+// colString is a text column scanned into an any: "" for NULL.
+func colString(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case []byte: // a text column that holds a blob
+		return string(v)
+	}
+	return ""
 }
 
 // queryRows runs the message SELECT with the given tail (WHERE/ORDER/LIMIT)
@@ -607,57 +667,58 @@ func (db *DB) queryRows(ctx context.Context, q queryer, rows []Row, tail string,
 	var s msgScan
 	for rs.Next() {
 		if err := rs.Scan(&s.rowID, &s.guid, &s.text, &s.body, &s.handleAddr, &s.service, &s.date,
-			&s.isFromMe, &s.isSent, &s.errCode, &s.assocGUID, &s.assocType, &s.itemType,
-			&s.dateRead, &s.isDelivered, &s.audio, &s.threadGUID, &s.balloon,
+			&s.flags, &s.errCode, &s.assocGUID, &s.assocType, &s.itemTy,
+			&s.dateRead, &s.threadGUID, &s.balloon,
 			&s.dateDelivered, &s.dateEdited, &s.retracted, &s.emoji, &s.groupAction, &s.groupTitle, &s.otherHandle,
-			&s.isRead, &s.scheduleType, &s.hasAttachments, &s.isSpam, &s.account, &s.callerID,
+			&s.scheduleType, &s.account, &s.callerID,
 			&s.summary, &s.partCount, &s.chatID); err != nil {
 			return nil, nil, fmt.Errorf("chatdb: scan message: %w", err)
 		}
+		flag := func(bit int) bool { return s.flags&(1<<bit) != 0 }
 		r := Row{
 			RowID:                s.rowID,
-			GUID:                 s.guid.String,
-			IsFromMe:             s.isFromMe.Int64 != 0,
-			Service:              serviceName(s.service.String),
-			Date:                 AppleTime(s.date.Int64),
-			DateRead:             AppleTime(s.dateRead.Int64),
-			DateDelivered:        AppleTime(s.dateDelivered.Int64),
-			DateEdited:           AppleTime(s.dateEdited.Int64),
-			DateRetracted:        AppleTime(s.retracted.Int64),
-			AssociatedEmoji:      s.emoji.String,
-			GroupActionType:      int(s.groupAction.Int64),
-			GroupTitle:           s.groupTitle.String,
-			OtherHandle:          s.otherHandle.String,
-			IsSent:               s.isSent.Int64 != 0,
-			IsDelivered:          s.isDelivered.Int64 != 0,
-			IsRead:               s.isRead.Int64 != 0,
-			ScheduleType:         int(s.scheduleType.Int64),
-			HasAttachments:       s.hasAttachments.Int64 != 0,
-			IsSpam:               s.isSpam.Int64 != 0,
-			Account:              s.account.String,
-			CallerID:             s.callerID.String,
-			Error:                int(s.errCode.Int64),
-			IsAudioMessage:       s.audio.Int64 != 0,
-			ItemType:             int(s.itemType.Int64),
-			AssociatedGUID:       cleanAssociatedGUID(s.assocGUID.String),
-			AssociatedType:       int(s.assocType.Int64),
-			ThreadOriginatorGUID: s.threadGUID.String,
-			BalloonBundleID:      s.balloon.String,
-			Chat:                 Chat{RowID: s.chatID.Int64},
+			GUID:                 colString(s.guid),
+			IsFromMe:             flag(msgFlagFromMe),
+			Service:              serviceName(colString(s.service)),
+			Date:                 AppleTime(colInt(s.date)),
+			DateRead:             AppleTime(colInt(s.dateRead)),
+			DateDelivered:        AppleTime(colInt(s.dateDelivered)),
+			DateEdited:           AppleTime(colInt(s.dateEdited)),
+			DateRetracted:        AppleTime(colInt(s.retracted)),
+			AssociatedEmoji:      colString(s.emoji),
+			GroupActionType:      int(colInt(s.groupAction)),
+			GroupTitle:           colString(s.groupTitle),
+			OtherHandle:          colString(s.otherHandle),
+			IsSent:               flag(msgFlagSent),
+			IsDelivered:          flag(msgFlagDelivered),
+			IsRead:               flag(msgFlagRead),
+			ScheduleType:         int(colInt(s.scheduleType)),
+			HasAttachments:       flag(msgFlagHasAttachments),
+			IsSpam:               flag(msgFlagSpam),
+			Account:              colString(s.account),
+			CallerID:             colString(s.callerID),
+			Error:                int(colInt(s.errCode)),
+			IsAudioMessage:       flag(msgFlagAudio),
+			ItemType:             int(colInt(s.itemTy)),
+			AssociatedGUID:       cleanAssociatedGUID(colString(s.assocGUID)),
+			AssociatedType:       int(colInt(s.assocType)),
+			ThreadOriginatorGUID: colString(s.threadGUID),
+			BalloonBundleID:      colString(s.balloon),
+			Chat:                 Chat{RowID: colInt(s.chatID)},
 		}
 		if !r.IsFromMe {
-			r.Sender = s.handleAddr.String
+			r.Sender = colString(s.handleAddr)
 		}
-		if s.summary != nil && s.partCount.Valid {
+		if _, valid := s.partCount.(int64); s.summary != nil && valid {
 			// A summary that does not parse leaves the row to
 			// date_retracted, like an older Mac's; it must not stop the
 			// rows after it.
 			if parts, err := retractedParts(s.summary); err == nil {
-				r.RetractedParts, r.PartCount, r.summary = parts, int(s.partCount.Int64), true
+				r.RetractedParts, r.PartCount, r.summary = parts, int(colInt(s.partCount)), true
 			}
 		}
 		r.bodyFiles = fileTransferGUIDs(s.body)
-		raw := rawBody(s.text.String, s.body)
+		raw := rawBody(colString(s.text), s.body)
 		if !r.IsAudioMessage {
 			// Text waits for the attachments (see complete): an inline
 			// emoji image keeps a stand-in at its placeholder.
@@ -753,12 +814,12 @@ type rowWindow struct{ after, last int64 }
 
 // complete adds chats (with participants) and attachments to rows, the text
 // (which depends on the attachments, see body), and the voice memo
-// transcriptions stored with the attachment.
-func (db *DB) complete(ctx context.Context, tx *sql.Tx, rows []Row, weak map[int64]bool, window *rowWindow) error {
+// transcriptions stored with the attachment. known is as for chats.
+func (db *DB) complete(ctx context.Context, tx *sql.Tx, rows []Row, weak map[int64]bool, window *rowWindow, known map[int64]Chat) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	chats, err := db.chats(ctx, tx, rows)
+	chats, err := db.chats(ctx, tx, rows, known)
 	if err != nil {
 		return err
 	}
@@ -802,17 +863,24 @@ func (db *DB) complete(ctx context.Context, tx *sql.Tx, rows []Row, weak map[int
 	return nil
 }
 
-// chats loads the chats of rows, with their participants.
-func (db *DB) chats(ctx context.Context, tx *sql.Tx, rows []Row) (map[int64]Chat, error) {
+// chats loads the chats of rows, with their participants. Those in known
+// (when not nil) are not read again, and those read are added to it, which
+// is then what it returns.
+func (db *DB) chats(ctx context.Context, tx *sql.Tx, rows []Row, known map[int64]Chat) (map[int64]Chat, error) {
 	var ids []int64
 	seen := map[int64]bool{}
 	for _, r := range rows {
 		if id := r.Chat.RowID; id != 0 && !seen[id] {
 			seen[id] = true
-			ids = append(ids, id)
+			if _, ok := known[id]; !ok {
+				ids = append(ids, id)
+			}
 		}
 	}
-	chats := make(map[int64]Chat, len(ids))
+	chats := known
+	if chats == nil {
+		chats = make(map[int64]Chat, len(ids))
+	}
 	participants := map[int64][]string{}
 	err := inChunks(ids, 500, func(chunk []int64) error {
 		args := make([]any, len(chunk))
