@@ -49,9 +49,11 @@ type chatNews struct {
 	// opens is a contact's message the line may answer (contact-first).
 	opens  bool
 	sender string // a contact's handle, "" for the line's own
-	// filter is where the network files the chat; nil when it does not
-	// say (the line's own sends, group changes).
-	filter *string
+	// filter is where the network files the chat, when filed says it
+	// does (not the line's own sends, nor group changes). Not a pointer
+	// into the Inbound: that moved every recorded message to the heap.
+	filter string
+	filed  bool
 }
 
 // readByLine moves chat c's read mark (how far the line's owner has read

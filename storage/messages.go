@@ -198,7 +198,7 @@ type Inbound struct {
 
 // news is what in says of its chat.
 func (in *Inbound) news() chatNews {
-	n := chatNews{opens: !in.Message.IsFromMe && !in.Screened, filter: &in.Chat.Filter}
+	n := chatNews{opens: !in.Message.IsFromMe && !in.Screened, filter: in.Chat.Filter, filed: true}
 	if !in.Message.IsFromMe {
 		n.sender = in.Message.Sender
 	}
@@ -731,8 +731,8 @@ func mergeChat(c *Chat, want Chat, news chatNews) (changed bool) {
 	if news.opens && !c.HasReceivedInbound {
 		c.HasReceivedInbound, changed = true, true
 	}
-	if news.filter != nil && *news.filter != c.Filter {
-		c.Filter, changed = *news.filter, true
+	if news.filed && news.filter != c.Filter {
+		c.Filter, changed = news.filter, true
 	}
 	if !c.IsGroup {
 		return changed
