@@ -255,7 +255,7 @@ func (db *DB) ImportHistory(ctx context.Context, lineID string, msgs []Inbound) 
 	if !ok {
 		return nil, fmt.Errorf("import history: line %s: %w", lineID, ErrNotFound)
 	}
-	const chunk = 10_000
+	const chunk = 20_000
 	for len(msgs) > 0 {
 		n := min(chunk, len(msgs))
 		db.journal.mu.Lock()
@@ -401,7 +401,7 @@ type importedChat struct {
 const maxImportChats = 50_000
 
 // importChat is upsertChat for an import, which comes back to the same
-// chats transaction after transaction (each of 10,000 messages brought
+// chats transaction after transaction (each of 20,000 messages brought
 // 2,000 chats a few each): a chat whose record is still the one the import
 // stored last is not decoded again. Any other writer's change to it shows
 // in its record, and it is then read as upsertChat reads it. The caller
