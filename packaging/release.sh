@@ -93,7 +93,7 @@ if grep -n '@[A-Z0-9_]*@' "$dist/homebrew/Formula/blueline.rb" >&2; then
 fi
 
 if [ -z "$snapshot" ]; then
-	notes >"$dist/release-notes.md"
+	notes | sed '/[^[:space:]]/,$!d' >"$dist/release-notes.md"
 fi
 
 echo "packaging/release.sh: Blueline $version in $dist:"
