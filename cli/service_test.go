@@ -578,6 +578,21 @@ func TestPackagingFiles(t *testing.T) {
 			t.Errorf(".goreleaser.yaml lacks %q", want)
 		}
 	}
+
+	// The formula's service is the LaunchAgent `blueline install` writes,
+	// under its label, so that start, stop and status manage either.
+	formula, err := os.ReadFile(filepath.Join(root, "packaging/homebrew/blueline.rb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`name macos: "` + launchdLabel + `"`, `"serve", "--config", "~/Library/Application Support/Blueline/blueline.toml"`,
+		"keep_alive true", `log_path "~/Library/Logs/Blueline/blueline.log"`,
+	} {
+		if !strings.Contains(string(formula), want) {
+			t.Errorf("packaging/homebrew/blueline.rb lacks %q", want)
+		}
+	}
 }
 
 // buildBinary builds blueline the way the README says, into a temp folder.

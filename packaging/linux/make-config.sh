@@ -1,5 +1,5 @@
 #!/bin/sh
-# Writes the configuration the .deb installs as /etc/blueline/blueline.toml:
+# Writes the configuration the packages install as /etc/blueline/blueline.toml:
 # config.example.toml with the data folder at /var/lib/blueline, where the
 # package creates it and the unit lets the daemon write. goreleaser runs it
 # before a release; service_test.go checks what it writes.
