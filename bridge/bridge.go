@@ -6,6 +6,7 @@ package bridge
 import (
 	"context"
 	"errors"
+	"iter"
 	"time"
 )
 
@@ -332,6 +333,10 @@ type Sink interface {
 	// URL). twins are the GUIDs of those taken as twins of stored
 	// messages.
 	ReceiveHistory(ctx context.Context, line string, msgs []Inbound) (twins []string, err error)
+	// ImportHistory takes a line's history at its first start, as
+	// ReceiveHistory does, from pages as they are read; it stores them as
+	// they come, and returns once pages ends (or at its first error).
+	ImportHistory(ctx context.Context, line string, pages iter.Seq2[[]Inbound, error]) error
 	// HistoryImported says that a line's history import is complete: the
 	// sink may settle what it held for the import's sake.
 	HistoryImported(ctx context.Context, line string) error

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"time"
 
@@ -114,6 +115,27 @@ func (r *Receiver) ReceiveHistory(ctx context.Context, lineHandle string, msgs [
 	if !ok {
 		return nil, fmt.Errorf("history for unknown line %s", lineHandle)
 	}
+	return r.db.ImportHistory(ctx, line.ID, r.history(line, msgs))
+}
+
+// ImportHistory implements bridge.Sink.
+func (r *Receiver) ImportHistory(ctx context.Context, lineHandle string, pages iter.Seq2[[]bridge.Inbound, error]) error {
+	line, ok := r.db.LineByHandle(lineHandle)
+	if !ok {
+		return fmt.Errorf("history for unknown line %s", lineHandle)
+	}
+	_, err := r.db.ImportHistoryPages(ctx, line.ID, func(yield func([]storage.Inbound, error) bool) {
+		for page, err := range pages {
+			if !yield(r.history(line, page), err) || err != nil {
+				return
+			}
+		}
+	})
+	return err
+}
+
+// history is what storage keeps of messages that are not news.
+func (r *Receiver) history(line storage.Line, msgs []bridge.Inbound) []storage.Inbound {
 	now := time.Now()
 	out := make([]storage.Inbound, len(msgs))
 	for i, in := range msgs {
@@ -124,7 +146,7 @@ func (r *Receiver) ReceiveHistory(ctx context.Context, lineHandle string, msgs [
 		out[i] = r.inbound(line, in, atts, now)
 		out[i].Message.ID = "" // storage gives history its IDs
 	}
-	return r.db.ImportHistory(ctx, line.ID, out)
+	return out
 }
 
 // HistoryImported implements bridge.Sink.

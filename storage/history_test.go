@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -403,5 +404,89 @@ func TestImportKeepsOthersChanges(t *testing.T) {
 		if l := listAll(t, db, got.ID, 10); len(l) != want.listed {
 			t.Errorf("%s: %d messages listed, want %d", want.chat.Identifier, len(l), want.listed)
 		}
+	}
+}
+
+// Pages streamed into an import are stored in transactions of whole pages
+// (importTxSize messages at least): a GUID repeated within a transaction
+// or across two is stored once, and an error of the pages ends the import
+// with what the transactions before it committed.
+func TestImportHistoryPages(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	lines, err := db.SyncLines(ctx, []Line{{Handle: "+15550000001", Service: "imessage", Bridge: "messages"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := lines[0]
+	const pageSize = 2000
+	pageOf := func(chat string, p int) []Inbound {
+		c := Chat{ID: NewID("cht_"), LineID: line.ID, GUID: "iMessage;-;" + chat, Identifier: chat, Service: "imessage"}
+		page := make([]Inbound, pageSize)
+		for i := range page {
+			n := p*pageSize + i
+			page[i] = Inbound{Chat: c, Message: Message{GUID: fmt.Sprintf("00000000-0000-4000-8000-%012d", n),
+				Sender: chat, Text: ptr("old"), Service: "imessage", SentAt: int64(1000 + n), SyncedAt: 1}}
+		}
+		return page
+	}
+	count := func(chat string) int {
+		c, err := db.ChatByGUID(ctx, line.ID, "iMessage;-;"+chat)
+		if errors.Is(err, ErrNotFound) {
+			return 0
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(listAll(t, db, c.ID, 5000))
+	}
+
+	// 13 pages, two transactions; page 4 repeats a message of page 1 (the
+	// same transaction), page 12 one of page 0 (the first transaction).
+	const pages = 13
+	if importTxSize != 10*pageSize {
+		t.Fatalf("importTxSize is %d: the pages below no longer make two transactions", importTxSize)
+	}
+	_, err = db.ImportHistoryPages(ctx, line.ID, func(yield func([]Inbound, error) bool) {
+		for p := range pages {
+			page := pageOf("+15551110001", p)
+			switch p {
+			case 4:
+				page[7].Message.GUID = pageOf("+15551110001", 1)[3].Message.GUID
+			case 12:
+				page[9].Message.GUID = pageOf("+15551110001", 0)[5].Message.GUID
+			}
+			if !yield(page, nil) {
+				return
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := count("+15551110001"), pages*pageSize-2; got != want {
+		t.Errorf("stored %d messages, want %d", got, want)
+	}
+
+	// An error after 11 pages: the first transaction's 10 stay, the page
+	// taken by the second does not.
+	broken := errors.New("chat.db went away")
+	_, err = db.ImportHistoryPages(ctx, line.ID, func(yield func([]Inbound, error) bool) {
+		for p := range 11 {
+			if !yield(pageOf("+15551110002", 100+p), nil) {
+				return
+			}
+		}
+		yield(nil, broken)
+	})
+	if !errors.Is(err, broken) {
+		t.Fatalf("import ended with %v, want %v", err, broken)
+	}
+	if got, want := count("+15551110002"), 10*pageSize; got != want {
+		t.Errorf("after the error: %d messages stored, want %d", got, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"net"
 	"os"
@@ -167,6 +168,18 @@ func (s *memSink) ReceiveHistory(_ context.Context, line string, msgs []bridge.I
 		s.known[m.GUID] = true
 	}
 	return twins, nil
+}
+
+func (s *memSink) ImportHistory(ctx context.Context, line string, pages iter.Seq2[[]bridge.Inbound, error]) error {
+	for page, err := range pages {
+		if err != nil {
+			return err
+		}
+		if _, err := s.ReceiveHistory(ctx, line, page); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *memSink) HistoryImported(context.Context, string) error {

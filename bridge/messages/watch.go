@@ -262,17 +262,17 @@ type missingFiles struct {
 	since time.Time
 }
 
-// historyPage is how many rows the first start reads at once,
-// historyTxSize how many messages it stores at once (one transaction: see
-// storage.ImportHistory), and historyLog how often it tells how far the
-// import has come. Measured on 1,000,000 rows in 2,000 chats
-// (MessagesFirstStart): 20,000 messages a transaction took a fifth of the
-// import's CPU off 10,000's (each transaction rewrites a page of every chat
-// it adds to); small pages keep the memory that costs under 150 MiB.
+// historyPage is how many rows the first start reads at once, historyAhead
+// how many pages the reader may have read before they are stored, and
+// historyLog how often the import tells how far it has come. The sink
+// stores the pages as they come (bridge.Sink.ImportHistory), in
+// transactions of many pages: small pages, and few of them ahead, keep the
+// import's memory low (under 150 MiB for 1,000,000 rows in 2,000 chats,
+// MessagesFirstStart).
 const (
-	historyPage   = 2 * pageSize
-	historyTxSize = 20 * pageSize
-	historyLog    = 5 * time.Second
+	historyPage  = 2 * pageSize
+	historyAhead = 3
+	historyLog   = 5 * time.Second
 )
 
 // start loads the cursor, or on the first start imports the history.
@@ -291,10 +291,12 @@ func (w *watcher) start(ctx context.Context) error {
 	}
 	start := time.Now()
 	w.b.log.Info("importing the Messages history", "last_rowid", max)
-	// One goroutine reads and maps the next page of chat.db while this one
-	// stores the last.
+	// One goroutine reads and maps chat.db while the sink stores what it
+	// read: they overlap but for the sink's commits. (Read, then stored a
+	// transaction's worth at a time, each waited for the other: on 2 cores
+	// the import took the sum of the two, not the longer.)
 	readCtx, stop := context.WithCancel(ctx)
-	pages := make(chan historyBatch, 1)
+	pages := make(chan historyBatch, historyAhead)
 	go w.readHistory(readCtx, max, pages)
 	defer func() {
 		stop()
@@ -302,38 +304,29 @@ func (w *watcher) start(ctx context.Context) error {
 		}
 	}()
 	n, logged := 0, time.Now()
-	var held []bridge.Inbound
-	for p := range pages {
-		if p.err != nil {
-			return p.err
-		}
-		// Pages are stored a few at once: a transaction rewrites the last
-		// page of every chat it adds to, and with 2,000 chats a page of
-		// 5,000 rows brought each only two or three messages. The cursor
-		// moves once they are stored: an import that fails resumes there.
-		held = append(held, p.history...)
-		if len(held) >= historyTxSize {
-			if _, err := w.sink.ReceiveHistory(ctx, w.b.cfg.Line, held); err != nil {
-				return fmt.Errorf("import history: %w", err)
+	read := func(yield func([]bridge.Inbound, error) bool) {
+		for p := range pages {
+			if p.err != nil {
+				yield(nil, p.err)
+				return
 			}
-			n += len(held)
-			held = held[:0]
+			if !yield(p.history, nil) {
+				return
+			}
+			n += len(p.history)
 			w.cursor = p.last
+			if time.Since(logged) >= historyLog {
+				logged = time.Now()
+				w.b.log.Info("importing the Messages history", "rowid", p.last, "of", max,
+					"percent", p.last*100/max, "messages", n, "took", time.Since(start).Round(time.Millisecond))
+			}
 		}
-		if time.Since(logged) >= historyLog {
-			logged = time.Now()
-			w.b.log.Info("importing the Messages history", "rowid", p.last, "of", max,
-				"percent", p.last*100/max, "messages", n, "took", time.Since(start).Round(time.Millisecond))
-		}
+	}
+	if err := w.sink.ImportHistory(ctx, w.b.cfg.Line, read); err != nil {
+		return fmt.Errorf("import history: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
 		return err // stopped before the end: the next start imports again
-	}
-	if len(held) > 0 {
-		if _, err := w.sink.ReceiveHistory(ctx, w.b.cfg.Line, held); err != nil {
-			return fmt.Errorf("import history: %w", err)
-		}
-		n += len(held)
 	}
 	if err := w.sink.HistoryImported(ctx, w.b.cfg.Line); err != nil {
 		return fmt.Errorf("import history: %w", err)

@@ -3,6 +3,7 @@ package sim_test
 import (
 	"context"
 	"errors"
+	"iter"
 	"regexp"
 	"slices"
 	"strings"
@@ -27,6 +28,9 @@ type sink struct {
 func (s *sink) Receive(context.Context, bridge.Inbound) (bool, error) { return false, nil }
 func (s *sink) ReceiveHistory(context.Context, string, []bridge.Inbound) ([]string, error) {
 	return nil, nil
+}
+func (s *sink) ImportHistory(context.Context, string, iter.Seq2[[]bridge.Inbound, error]) error {
+	return nil
 }
 func (s *sink) HistoryImported(context.Context, string) error                 { return nil }
 func (s *sink) ReceiveReaction(context.Context, bridge.InboundReaction) error { return nil }
