@@ -269,17 +269,46 @@ func (a *app) configPath() (path, source string) {
 	return "", sourceDefault
 }
 
-// config loads the configuration configPath finds.
+// config loads the configuration configPath finds, with $BLUELINE_LISTEN
+// and $BLUELINE_DATA over its values: every command finds the daemon
+// `serve` started in the same environment.
 func (a *app) config() (*config.Config, error) {
 	path, _ := a.configPath()
-	return loadConfig(path)
+	return loadConfig(path, a.overrides("", "", false))
 }
 
-func loadConfig(path string) (*config.Config, error) {
-	if path == "" {
-		return config.Default(), nil
+// Environment variables above the configuration file's values, below
+// serve's flags.
+const (
+	envListen = "BLUELINE_LISTEN"
+	envData   = "BLUELINE_DATA"
+)
+
+// overrides are serve's --listen, --data and --dev ("" and false for none)
+// over the environment's values.
+func (a *app) overrides(listen, data string, dev bool) config.Overrides {
+	o := config.Overrides{Listen: listen, ListenSource: "--listen", DataDir: data, DataSource: "--data", Dev: dev}
+	if o.Listen == "" {
+		o.Listen, o.ListenSource = a.env.getenv(envListen), envListen
 	}
-	return config.Load(path)
+	if o.DataDir == "" {
+		o.DataDir, o.DataSource = a.env.getenv(envData), envData
+	}
+	return o
+}
+
+func loadConfig(path string, over config.Overrides) (*config.Config, error) {
+	cfg := config.Default()
+	if path != "" {
+		var err error
+		if cfg, err = config.Load(path); err != nil {
+			return nil, err
+		}
+	}
+	if err := cfg.Apply(over); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
 func (a *app) versionCommand() *cobra.Command {

@@ -257,7 +257,12 @@ func TestLoadErrors(t *testing.T) {
 		},
 		{
 			name: "no lines at all",
-			doc:  "[server]\nlisten = \"127.0.0.1:8080\"\n",
+			doc:  "[sandbox]\ndaily_quota = 10\n",
+			want: []string{"lines: no lines configured"},
+		},
+		{
+			name: "an empty list of lines",
+			doc:  "lines = []\n",
 			want: []string{"lines: no lines configured"},
 		},
 		{
@@ -502,6 +507,31 @@ func TestMinimalFileTakesDefaults(t *testing.T) {
 	}
 	if c.Server.Listen != "127.0.0.1:8080" || c.Log.Level != "info" || c.Delivery.Workers != 4 {
 		t.Errorf("defaults not applied: %+v %+v %+v", c.Server, c.Log, c.Delivery)
+	}
+}
+
+// A file with neither [[lines]] nor [sandbox] keeps the default's; one
+// that names either has only what it names.
+func TestFileWithoutLinesTakesDefaultLines(t *testing.T) {
+	def := config.Default()
+	c := mustLoad(t, "[server]\nlisten = \"127.0.0.1:9090\"\n[storage]\ndir = \"./elsewhere\"\n")
+	if !c.DefaultLines || !slices.Equal(c.Lines, def.Lines) || c.Sandbox.Handle != def.Sandbox.Handle || len(c.Lines) == 0 {
+		t.Errorf("lines %+v sandbox %+v (default lines %v), want the default's %+v %+v", c.Lines, c.Sandbox, c.DefaultLines, def.Lines, def.Sandbox)
+	}
+	if c.Server.Listen != "127.0.0.1:9090" || c.Storage.Dir != "./elsewhere" {
+		t.Errorf("the file's own values lost: %+v %+v", c.Server, c.Storage)
+	}
+	if def.DefaultLines {
+		t.Error("the embedded default says its lines are borrowed")
+	}
+
+	c = mustLoad(t, oneLine)
+	if c.DefaultLines || len(c.Lines) != 1 || c.Sandbox.Handle != "" {
+		t.Errorf("a file with a line got %+v and sandbox %q", c.Lines, c.Sandbox.Handle)
+	}
+	c = mustLoad(t, "[sandbox]\nhandle = \"+15550000008\"\n")
+	if c.DefaultLines || len(c.Lines) != 0 || c.Sandbox.Handle != "+15550000008" {
+		t.Errorf("a file with a sandbox got lines %+v and sandbox %q", c.Lines, c.Sandbox.Handle)
 	}
 }
 
