@@ -721,3 +721,31 @@ func TestGuardDefaults(t *testing.T) {
 		t.Errorf("[guard] = %+v", g)
 	}
 }
+
+// Overrides replace the file's listen address and data folder, checked as
+// the file's are; --dev is for a daemon only this machine reaches.
+func TestApplyOverrides(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:0", "[::1]:8080", "localhost:8080"} {
+		c := config.Default()
+		if err := c.Apply(config.Overrides{Listen: addr, ListenSource: "--listen", Dev: true}); err != nil || !c.Dev ||
+			!c.Webhooks.AllowHTTP || !c.Webhooks.AllowPrivateNetworks || c.Server.Listen != addr {
+			t.Errorf("--dev on %s: %v, %+v %+v", addr, err, c.Server, c.Webhooks)
+		}
+	}
+	for _, addr := range []string{":8080", "0.0.0.0:8080", "[::]:8080", "192.168.1.2:8080", "blueline.example.com:8080"} {
+		c := config.Default()
+		err := c.Apply(config.Overrides{Listen: addr, ListenSource: "--listen", Dev: true})
+		if err == nil || !strings.Contains(err.Error(), "--dev: is for a daemon on this machine alone") || c.Dev || c.Webhooks.AllowHTTP {
+			t.Errorf("--dev on %s: %v", addr, err)
+		}
+	}
+	c := config.Default()
+	if err := c.Apply(config.Overrides{Listen: "8080", ListenSource: "BLUELINE_LISTEN", DataDir: " ", DataSource: "--data"}); err == nil ||
+		!strings.Contains(err.Error(), `BLUELINE_LISTEN: must be host:port such as "127.0.0.1:8080" or ":8080", got "8080"`) ||
+		!strings.Contains(err.Error(), "--data: must not be blank") || c.Server.Listen != "127.0.0.1:8080" {
+		t.Errorf("bad overrides: %v", err)
+	}
+	if c := mustLoad(t, oneLine); c.Apply(config.Overrides{}) != nil || c.Dev || c.Webhooks.AllowHTTP {
+		t.Errorf("no overrides changed %+v", c)
+	}
+}
