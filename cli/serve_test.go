@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -220,5 +221,26 @@ func TestServeDevRefusedInPublic(t *testing.T) {
 	_, errOut, code := runCLI(t, "", "serve", "--dev", "--config", path)
 	if code != 1 || !strings.Contains(errOut, "--dev: is for a daemon on this machine alone") || !strings.Contains(errOut, "TLS") {
 		t.Errorf("serve --dev with [tls]: exit %d, %q", code, errOut)
+	}
+}
+
+// A port in use tells to change what set it: --listen, or
+// $BLUELINE_LISTEN.
+func TestServeListenInUseNamesItsSetting(t *testing.T) {
+	t.Setenv("BLUELINE_CONFIG", "")
+	t.Setenv(envData, filepath.Join(t.TempDir(), "data"))
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	addr := taken.Addr().String()
+	t.Setenv(envListen, addr)
+	if _, errOut, code := runCLI(t, "", "serve"); code != 1 || !strings.Contains(errOut, "set "+envListen+" to another port") {
+		t.Errorf("serve with $%s in use: exit %d, %q", envListen, code, errOut)
+	}
+	t.Setenv(envListen, "")
+	if _, errOut, code := runCLI(t, "", "serve", "--listen", addr); code != 1 || !strings.Contains(errOut, "set --listen to another port") {
+		t.Errorf("serve --listen in use: exit %d, %q", code, errOut)
 	}
 }

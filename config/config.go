@@ -140,6 +140,18 @@ type Server struct {
 	// reverse proxies whose X-Forwarded-For and Forwarded headers are
 	// believed; none by default. See Proxies.
 	TrustedProxies []string `toml:"trusted_proxies"`
+
+	// ListenFrom names what set Listen when it is not the file ("--listen",
+	// "BLUELINE_LISTEN"), for errors that tell where to change it.
+	ListenFrom string `toml:"-"`
+}
+
+// ListenSetting is where Listen is set, as an error tells to change it.
+func (s Server) ListenSetting() string {
+	if s.ListenFrom != "" {
+		return s.ListenFrom
+	}
+	return "[server] listen"
 }
 
 // Proxies is TrustedProxies parsed (check has refused any that does not

@@ -32,7 +32,7 @@ func (c *Config) Apply(o Overrides) error {
 		// The file's own check, its words without the file's name.
 		k := &checker{}
 		if checkListen(k, "", o.Listen, "127.0.0.1:8080") {
-			c.Server.Listen = o.Listen
+			c.Server.Listen, c.Server.ListenFrom = o.Listen, o.ListenSource
 		} else if fe, ok := errors.AsType[*fileError](k.errs[0]); ok {
 			fail(o.ListenSource, "%v", fe.err)
 		}
