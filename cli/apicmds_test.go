@@ -129,6 +129,15 @@ func TestSendAndOutboxGet(t *testing.T) {
 	if code != 2 || out != "" || !strings.Contains(errOut, "several lines (") || !strings.Contains(errOut, daemontest.MainLine) {
 		t.Errorf("send without --from: exit %d, stdout %q, stderr %q; want 2 and the lines named", code, out, errOut)
 	}
+
+	// A number without its country code is refused at once, with the
+	// forms a handle takes.
+	out, errOut, code = cliOn(d, "send", "555-1234", "hi", "--from", daemontest.MainLine)
+	if code != 1 || out != "" || !strings.Contains(errOut, `to "555-1234" is not a handle`) ||
+		!strings.Contains(errOut, "a phone number needs a + and its country code") || !strings.Contains(errOut, "E.164") ||
+		!strings.Contains(errOut, "(invalid_parameter_value)") {
+		t.Errorf("send to 555-1234: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
 }
 
 // files upload prints the file's record; files get prints a download URL

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/blueline-app/blueline/adminsock"
 	"github.com/blueline-app/blueline/config"
 )
 
@@ -37,8 +38,8 @@ func (b Build) orDefaults() Build {
 	return b
 }
 
-// errUsage marks a command line that is wrong; it exits 2 and prints the
-// command's own usage.
+// errUsage marks a command line that is wrong; it exits 2 and points at
+// the command's own --help.
 var errUsage = errors.New("usage")
 
 // usageErrorf is a usage error: the command line is wrong.
@@ -89,12 +90,13 @@ func run(ctx context.Context, build Build, args []string, stdin io.Reader, stdou
 	case err == nil:
 		return 0
 	case errors.Is(err, errUsage) || isCobraUsageError(err):
-		if cmd == nil {
+		if cmd == nil || cmd.Name() == "help" {
 			cmd = root
 		}
+		// The message and where the usage is, not the usage itself: a
+		// screenful of flags would scroll the message out of sight.
 		msg := strings.TrimSpace(strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
-		fmt.Fprintf(stderr, "blueline: %s\n\n", msg)
-		fmt.Fprint(stderr, cmd.UsageString())
+		fmt.Fprintf(stderr, "blueline: %s\nRun '%s --help' for usage.\n", msg, cmd.CommandPath())
 		return 2
 	default:
 		// An error may quote what a webhook's receiver answered: printable,
@@ -104,6 +106,9 @@ func run(ctx context.Context, build Build, args []string, stdin io.Reader, stdou
 			lines[i] = printable(l)
 		}
 		fmt.Fprintf(stderr, "blueline: %s\n", strings.Join(lines, "\n"))
+		if errors.Is(err, adminsock.ErrDaemonNotRunning) {
+			fmt.Fprint(stderr, a.whereDaemonWasLooked())
+		}
 		return 1
 	}
 }
@@ -269,17 +274,68 @@ func (a *app) configPath() (path, source string) {
 	return "", sourceDefault
 }
 
-// config loads the configuration configPath finds.
-func (a *app) config() (*config.Config, error) {
-	path, _ := a.configPath()
-	return loadConfig(path)
+// whereDaemonWasLooked says how the configuration that named the socket
+// nobody answers on was found: a daemon started with another one answers
+// on another socket.
+func (a *app) whereDaemonWasLooked() string {
+	path, source := a.configPath()
+	var b strings.Builder
+	if path == "" {
+		b.WriteString("The socket is that of the embedded default's data folder (no --config, no $BLUELINE_CONFIG, no installed service)")
+	} else {
+		fmt.Fprintf(&b, "The socket is that of the data folder of %s (from %s)", path, source)
+	}
+	if d := a.env.getenv(envData); d != "" {
+		fmt.Fprintf(&b, ", replaced by $%s=%s", envData, d)
+	}
+	b.WriteString(".\nA daemon started with another configuration answers on its own: name its file with --config FILE or BLUELINE_CONFIG=FILE")
+	if a.env.getenv(envData) == "" {
+		b.WriteString(" (and, if it was started with --data DIR, set BLUELINE_DATA=DIR)")
+	}
+	b.WriteString(".\n")
+	return b.String()
 }
 
-func loadConfig(path string) (*config.Config, error) {
-	if path == "" {
-		return config.Default(), nil
+// config loads the configuration configPath finds, with $BLUELINE_LISTEN
+// and $BLUELINE_DATA over its values: every command finds the daemon
+// `serve` started in the same environment.
+func (a *app) config() (*config.Config, error) {
+	path, _ := a.configPath()
+	return loadConfig(path, a.overrides("", "", false))
+}
+
+// Environment variables above the configuration file's values, below
+// serve's flags.
+const (
+	envListen = "BLUELINE_LISTEN"
+	envData   = "BLUELINE_DATA"
+)
+
+// overrides are serve's --listen, --data and --dev ("" and false for none)
+// over the environment's values.
+func (a *app) overrides(listen, data string, dev bool) config.Overrides {
+	o := config.Overrides{Listen: listen, ListenSource: "--listen", DataDir: data, DataSource: "--data", Dev: dev}
+	if o.Listen == "" {
+		o.Listen, o.ListenSource = a.env.getenv(envListen), envListen
 	}
-	return config.Load(path)
+	if o.DataDir == "" {
+		o.DataDir, o.DataSource = a.env.getenv(envData), envData
+	}
+	return o
+}
+
+func loadConfig(path string, over config.Overrides) (*config.Config, error) {
+	cfg := config.Default()
+	if path != "" {
+		var err error
+		if cfg, err = config.Load(path); err != nil {
+			return nil, err
+		}
+	}
+	if err := cfg.Apply(over); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
 func (a *app) versionCommand() *cobra.Command {

@@ -115,27 +115,32 @@ func TestSuggestions(t *testing.T) {
 
 // A usage error prints the message, then the usage of the command that was
 // wrong, not the whole tree, and exits 2.
-func TestUsageErrorPrintsOwnUsage(t *testing.T) {
+func TestUsageErrorPointsAtOwnHelp(t *testing.T) {
 	for _, c := range []struct {
 		args      []string
 		msg, used string
 	}{
-		{[]string{"keys", "list", "--bogus"}, "unknown flag: --bogus", "blueline keys list [flags]"},
-		{[]string{"keys", "revoke"}, "keys revoke takes one ID", "blueline keys revoke ID"},
-		{[]string{"keys", "create"}, "keys create needs --label", "blueline keys create --label TEXT"},
+		{[]string{"keys", "list", "--bogus"}, "unknown flag: --bogus", "blueline keys list"},
+		{[]string{"keys", "revoke"}, "keys revoke takes one ID", "blueline keys revoke"},
+		{[]string{"keys", "create"}, "keys create needs --label", "blueline keys create"},
 		{[]string{"webhooks", "deliveries", "--limit", "many"}, `invalid argument "many"`, "blueline webhooks deliveries"},
 		{[]string{"sim", "group", "--line", "+1", "--chat", "cht_x", "--by", "+2", "--add", ""}, "needs a handle", "blueline sim group"},
-		{[]string{"backup"}, "backup takes one FILE to write", "blueline backup [--force] FILE"},
-		{[]string{"status", "now"}, `status takes no argument "now"`, "blueline status [flags]"},
-		{[]string{"start", "--config", "x.toml"}, "start takes no --config", "blueline start [flags]"},
+		{[]string{"sim", "inbound", "--line", "+15550000001", "--text", "hi"}, "sim inbound needs --line, --from and --text (or --attach or --audio): --from is missing", "blueline sim inbound"},
+		{[]string{"sim", "inbound", "--from", "+15551234567"}, ": --line and --text are missing", "blueline sim inbound"},
+		{[]string{"sim", "reaction", "--line", "+1", "--from", "+2", "--type", "love"}, "--message is missing", "blueline sim reaction"},
+		{[]string{"nope"}, `unknown command "nope" for "blueline"`, "blueline"},
+		{[]string{"backup"}, "backup takes one FILE to write", "blueline backup"},
+		{[]string{"status", "now"}, `status takes no argument "now"`, "blueline status"},
+		{[]string{"start", "--config", "x.toml"}, "start takes no --config", "blueline start"},
 	} {
 		out, errOut, code := runCLI(t, "", c.args...)
 		if code != 2 || out != "" {
 			t.Errorf("blueline %s: exit %d, stdout %q; want exit 2", strings.Join(c.args, " "), code, out)
 			continue
 		}
-		if !strings.HasPrefix(errOut, "blueline: ") || !strings.Contains(errOut, c.msg) || !strings.Contains(errOut, "Usage:\n  "+c.used) {
-			t.Errorf("blueline %s: stderr %q; want %q and the usage %q", strings.Join(c.args, " "), errOut, c.msg, c.used)
+		if !strings.HasPrefix(errOut, "blueline: ") || !strings.Contains(errOut, c.msg) || !strings.HasSuffix(errOut, "\nRun '"+c.used+" --help' for usage.\n") ||
+			strings.Count(errOut, "\n") != 2 || strings.Contains(errOut, "Usage:") {
+			t.Errorf("blueline %s: stderr %q; want one line with %q, then the hint of %q", strings.Join(c.args, " "), errOut, c.msg, c.used)
 		}
 		if strings.Contains(errOut, "Available Commands:") {
 			t.Errorf("blueline %s: the whole tree's usage: %q", strings.Join(c.args, " "), errOut)

@@ -5,10 +5,14 @@ import (
 	"context"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/blueline-app/blueline/adminsock"
 	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/config"
+	"github.com/blueline-app/blueline/daemontest"
 )
 
 // runCLIIn is runCLI with stdin as the standard input.
@@ -30,28 +34,28 @@ func TestClientCommandUsageErrors(t *testing.T) {
 		args      []string
 		msg, used string
 	}{
-		{[]string{"send"}, "send takes TO and at most a TEXT", "blueline send TO [TEXT]"},
-		{[]string{"send", "+1", "a", "b"}, "send takes TO and at most a TEXT", "blueline send TO [TEXT]"},
-		{[]string{"send", "+1"}, "send needs a TEXT (an argument, or stdin), --attach or --audio", "blueline send TO"},
-		{[]string{"send", "+1", "hi", "--audio", "memo.m4a"}, "--audio sends a voice memo alone", "blueline send TO"},
-		{[]string{"send", "+1", "hi", "--base-url", "ftp://x"}, `--base-url "ftp://x" is not an http:// or https:// URL`, "blueline send TO"},
-		{[]string{"send", "+1", "hi", "--base-url", "https://x"}, "--base-url needs an API key in $BLUELINE_API_KEY", "blueline send TO"},
-		{[]string{"react", "msg_1"}, "react takes MESSAGE_ID and TYPE", "blueline react MESSAGE_ID TYPE"},
-		{[]string{"react", "msg_1", "love"}, "react needs --to", "blueline react MESSAGE_ID TYPE"},
-		{[]string{"typing"}, "typing takes TO", "blueline typing TO"},
+		{[]string{"send"}, "send takes TO and at most a TEXT", "blueline send"},
+		{[]string{"send", "+1", "a", "b"}, "send takes TO and at most a TEXT", "blueline send"},
+		{[]string{"send", "+1"}, "send needs a TEXT (an argument, or stdin), --attach or --audio", "blueline send"},
+		{[]string{"send", "+1", "hi", "--audio", "memo.m4a"}, "--audio sends a voice memo alone", "blueline send"},
+		{[]string{"send", "+1", "hi", "--base-url", "ftp://x"}, `--base-url "ftp://x" is not an http:// or https:// URL`, "blueline send"},
+		{[]string{"send", "+1", "hi", "--base-url", "https://x"}, "--base-url needs an API key in $BLUELINE_API_KEY", "blueline send"},
+		{[]string{"react", "msg_1"}, "react takes MESSAGE_ID and TYPE", "blueline react"},
+		{[]string{"react", "msg_1", "love"}, "react needs --to", "blueline react"},
+		{[]string{"typing"}, "typing takes TO", "blueline typing"},
 		{[]string{"typing", "list", "--line", "+1"}, "typing list needs --line and --chat", "blueline typing list"},
-		{[]string{"read"}, "read takes TO", "blueline read TO"},
+		{[]string{"read"}, "read takes TO", "blueline read"},
 		{[]string{"lines", "list", "x"}, `lines list takes no argument "x"`, "blueline lines list"},
 		{[]string{"lines"}, "lines needs a subcommand: list", "blueline lines"},
-		{[]string{"chats", "list"}, "chats list needs --line", "blueline chats list --line HANDLE"},
+		{[]string{"chats", "list"}, "chats list needs --line", "blueline chats list"},
 		{[]string{"messages", "list", "--line", "+1"}, "messages list needs --line and --chat", "blueline messages list"},
-		{[]string{"messages", "get", "msg_1", "--chat", "+1"}, "messages get needs --line and --chat", "blueline messages get MESSAGE_ID"},
+		{[]string{"messages", "get", "msg_1", "--chat", "+1"}, "messages get needs --line and --chat", "blueline messages get"},
 		{[]string{"messages", "fetch"}, `unknown messages command "fetch" (list or get)`, "blueline messages"},
-		{[]string{"files", "upload"}, "files upload takes PATH", "blueline files upload PATH"},
-		{[]string{"files", "get"}, "files get takes FILE_ID", "blueline files get FILE_ID"},
-		{[]string{"outbox", "get"}, "outbox get takes OUTBOX_ID", "blueline outbox get OUTBOX_ID"},
+		{[]string{"files", "upload"}, "files upload takes PATH", "blueline files upload"},
+		{[]string{"files", "get"}, "files get takes FILE_ID", "blueline files get"},
+		{[]string{"outbox", "get"}, "outbox get takes OUTBOX_ID", "blueline outbox get"},
 		{[]string{"webhooks", "create", "--url", "https://x"}, "webhooks create needs --url and at least one --event", "blueline webhooks create"},
-		{[]string{"webhooks", "delete"}, "webhooks delete takes WEBHOOK_ID", "blueline webhooks delete WEBHOOK_ID"},
+		{[]string{"webhooks", "delete"}, "webhooks delete takes WEBHOOK_ID", "blueline webhooks delete"},
 		{[]string{"webhooks", "list", "--owner", "me"}, "webhooks list takes --owner with --line", "blueline webhooks list"},
 		{[]string{"sandbox", "status"}, "sandbox status needs --owner NAME on the host", "blueline sandbox status"},
 		{[]string{"sandbox", "activate"}, "sandbox activate needs --owner NAME on the host", "blueline sandbox activate"},
@@ -61,8 +65,8 @@ func TestClientCommandUsageErrors(t *testing.T) {
 			t.Errorf("blueline %s: exit %d, stdout %q, stderr %q; want exit 2", strings.Join(c.args, " "), code, out, errOut)
 			continue
 		}
-		if !strings.Contains(errOut, c.msg) || !strings.Contains(errOut, "Usage:\n  "+c.used) {
-			t.Errorf("blueline %s: stderr %q; want %q and the usage %q", strings.Join(c.args, " "), errOut, c.msg, c.used)
+		if !strings.Contains(errOut, c.msg) || !strings.HasSuffix(errOut, "\nRun '"+c.used+" --help' for usage.\n") || strings.Contains(errOut, "Usage:") {
+			t.Errorf("blueline %s: stderr %q; want %q and the hint of %q", strings.Join(c.args, " "), errOut, c.msg, c.used)
 		}
 	}
 }
@@ -119,5 +123,39 @@ func TestMimeOf(t *testing.T) {
 	}
 	if got := mimeOf("memo", "audio/mp4"); got != "audio/mp4" {
 		t.Errorf("fallback: %q", got)
+	}
+}
+
+// A daemon running under another configuration is not found: the error
+// names the socket tried, how the configuration was found, and how to name
+// the daemon's.
+func TestDaemonUnderAnotherConfiguration(t *testing.T) {
+	d := daemontest.Start(t, "")
+	t.Setenv(envBaseURL, "")
+	t.Setenv(envData, "")
+	t.Setenv("BLUELINE_CONFIG", "")
+	hint := "name its file with --config FILE or BLUELINE_CONFIG=FILE"
+	_, errOut, code := runCLI(t, "", "keys", "list")
+	socket := adminsock.Path(config.Default().DataDir())
+	if code != 1 || !strings.Contains(errOut, "the daemon is not running (no answer on "+socket+")") ||
+		!strings.Contains(errOut, "the embedded default's data folder (no --config, no $BLUELINE_CONFIG, no installed service)") ||
+		!strings.Contains(errOut, hint) {
+		t.Errorf("keys list on the embedded default: exit %d, %q", code, errOut)
+	}
+
+	other := writeConfig(t, t.TempDir())
+	_, errOut, code = runCLI(t, "", "lines", "list", "--config", other)
+	if code != 1 || !strings.Contains(errOut, "no answer on "+adminsock.Path(filepath.Join(filepath.Dir(other), "data"))) ||
+		!strings.Contains(errOut, "the data folder of "+other+" (from --config)") || !strings.Contains(errOut, hint) {
+		t.Errorf("lines list on another file: exit %d, %q", code, errOut)
+	}
+
+	t.Setenv("BLUELINE_CONFIG", d.ConfigPath())
+	if _, errOut, code := runCLI(t, "", "keys", "list"); code != 0 {
+		t.Errorf("keys list with BLUELINE_CONFIG naming the daemon's: exit %d, %q", code, errOut)
+	}
+	t.Setenv(envData, t.TempDir())
+	if _, errOut, code := runCLI(t, "", "keys", "list"); code != 1 || !strings.Contains(errOut, "(from BLUELINE_CONFIG), replaced by $BLUELINE_DATA=") {
+		t.Errorf("keys list with another BLUELINE_DATA: exit %d, %q", code, errOut)
 	}
 }

@@ -133,7 +133,7 @@ share it: nothing leaves the Mac unless you send it.`,
 
 func (a *app) doctor(ctx context.Context, f doctorFlags) error {
 	path, _ := a.configPath()
-	cfg, err := loadConfig(path)
+	cfg, err := a.config()
 	if err != nil {
 		return err
 	}

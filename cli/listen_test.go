@@ -123,7 +123,7 @@ func TestListenUsageErrors(t *testing.T) {
 		{[]string{"listen", "now"}, `listen takes no argument "now"`},
 	} {
 		out, errOut, code := runCLI(t, "", c.args...)
-		if code != 2 || out != "" || !strings.Contains(errOut, c.want) || !strings.Contains(errOut, "Usage:\n  blueline listen") {
+		if code != 2 || out != "" || !strings.Contains(errOut, c.want) || !strings.HasSuffix(errOut, "\nRun 'blueline listen --help' for usage.\n") || strings.Contains(errOut, "Usage:") {
 			t.Errorf("blueline %s: exit %d, stdout %q, stderr %q; want 2 and %q", strings.Join(c.args, " "), code, out, errOut, c.want)
 		}
 	}

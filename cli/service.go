@@ -47,6 +47,7 @@ const (
 // stopTimeout, for its bounded shutdown.
 type program struct {
 	cfgPath string
+	over    config.Overrides
 	build   Build
 	stderr  io.Writer
 	cancel  context.CancelFunc
@@ -54,8 +55,8 @@ type program struct {
 	err     error         // what serve returned
 }
 
-func newProgram(cfgPath string, build Build, stderr io.Writer) *program {
-	return &program{cfgPath: cfgPath, build: build, stderr: stderr, done: make(chan struct{})}
+func newProgram(cfgPath string, over config.Overrides, build Build, stderr io.Writer) *program {
+	return &program{cfgPath: cfgPath, over: over, build: build, stderr: stderr, done: make(chan struct{})}
 }
 
 // Start starts the daemon and returns without waiting for it.
@@ -64,7 +65,7 @@ func (p *program) Start(service.Service) error {
 	p.cancel = cancel
 	go func() {
 		defer close(p.done)
-		p.err = serve(ctx, p.cfgPath, p.build, p.stderr)
+		p.err = serve(ctx, p.cfgPath, p.over, p.build, p.stderr)
 	}()
 	return nil
 }
@@ -361,7 +362,7 @@ func (s *serviceSetup) service() (service.Service, error) {
 	}
 	// The service manager runs `blueline serve`, whose program this is;
 	// here it only completes the Config (Run is never called on it).
-	return service.New(newProgram(s.unit.Config, Build{}, io.Discard), c)
+	return service.New(newProgram(s.unit.Config, config.Overrides{}, Build{}, io.Discard), c)
 }
 
 // path is where the service file is (or would be) installed.

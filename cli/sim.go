@@ -75,22 +75,35 @@ func (a *app) simPost(s simSpec) *cobra.Command {
 }
 
 // needsError is the usage error of command when one of needs is missing:
-// it names them all.
+// it names them all, then those missing.
 func needsError(command string, needs []simString) error {
-	var names []string
-	missing := false
+	var names, missing []string
 	for _, f := range needs {
 		names = append(names, "--"+f.name)
-		missing = missing || *f.p == ""
+		if *f.p == "" {
+			missing = append(missing, "--"+f.name)
+		}
 	}
-	if !missing {
+	if len(missing) == 0 {
 		return nil
 	}
-	list := names[len(names)-1]
-	if len(names) > 1 {
-		list = strings.Join(names[:len(names)-1], ", ") + " and " + list
+	return usageErrorf("%s needs %s: %s", command, andList(names), isMissing(missing))
+}
+
+// andList is "a", "a and b", "a, b and c".
+func andList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
 	}
-	return usageErrorf("%s needs %s", command, list)
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
+}
+
+// isMissing says that flags are missing.
+func isMissing(flags []string) string {
+	if len(flags) == 1 {
+		return flags[0] + " is missing"
+	}
+	return andList(flags) + " are missing"
 }
 
 func (a *app) simInboundCommand() *cobra.Command {
@@ -123,8 +136,17 @@ memo's transcription is null (not transcribed yet).`,
 			})
 		},
 		check: func() error {
-			if req.Line == "" || req.From == "" || req.Text == "" && req.Attach == "" && req.Audio == "" {
-				return usageErrorf("sim inbound needs --line, --from and --text (or --attach or --audio)")
+			var missing []string
+			for _, f := range []simString{{p: &req.Line, name: "line"}, {p: &req.From, name: "from"}} {
+				if *f.p == "" {
+					missing = append(missing, "--"+f.name)
+				}
+			}
+			if req.Text == "" && req.Attach == "" && req.Audio == "" {
+				missing = append(missing, "--text")
+			}
+			if len(missing) > 0 {
+				return usageErrorf("sim inbound needs --line, --from and --text (or --attach or --audio): %s", isMissing(missing))
 			}
 			if (req.Group == "") != (participants == "") {
 				return usageErrorf("--group and --participants go together")

@@ -74,7 +74,7 @@ func (a *app) status(ctx context.Context) (statusReport, error) {
 	var r statusReport
 	r.Config, r.ConfigSource = a.configPath()
 	r.Service, r.ServiceState = serviceState(ctx)
-	cfg, err := loadConfig(r.Config)
+	cfg, err := a.config()
 	if err != nil {
 		return r, err
 	}

@@ -38,6 +38,14 @@ type Config struct {
 	TLS       TLS       `toml:"tls"`
 	Dashboard Dashboard `toml:"dashboard"`
 	Fleet     Fleet     `toml:"fleet"`
+
+	// DefaultLines is whether the lines and the sandbox are the embedded
+	// default's because the file has neither [[lines]] nor [sandbox].
+	DefaultLines bool `toml:"-"`
+	// Dev is `serve --dev`: webhook receivers on http:// and on this
+	// machine's networks are allowed (Apply sets the [webhooks] settings
+	// that say so), and the daemon says so at start and on the console.
+	Dev bool `toml:"-"`
 }
 
 // Fleet makes this host one node of several serving one API, over NATS
@@ -132,6 +140,18 @@ type Server struct {
 	// reverse proxies whose X-Forwarded-For and Forwarded headers are
 	// believed; none by default. See Proxies.
 	TrustedProxies []string `toml:"trusted_proxies"`
+
+	// ListenFrom names what set Listen when it is not the file ("--listen",
+	// "BLUELINE_LISTEN"), for errors that tell where to change it.
+	ListenFrom string `toml:"-"`
+}
+
+// ListenSetting is where Listen is set, as an error tells to change it.
+func (s Server) ListenSetting() string {
+	if s.ListenFrom != "" {
+		return s.ListenFrom
+	}
+	return "[server] listen"
 }
 
 // Proxies is TrustedProxies parsed (check has refused any that does not
@@ -460,6 +480,16 @@ func Parse(name string, data []byte) (*Config, error) {
 	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
 	if err := dec.Decode(c); err != nil {
 		return nil, decodeError(name, data, err)
+	}
+	if name != defaultName {
+		// A file says what differs from the default: without a word of
+		// lines or sandbox, it keeps the default's. Naming either replaces
+		// both, so that a file's lines are all the lines there are.
+		var top map[string]any
+		if err := toml.Unmarshal(data, &top); err == nil && top["lines"] == nil && top["sandbox"] == nil {
+			d := Default()
+			c.Lines, c.Sandbox, c.DefaultLines = d.Lines, d.Sandbox, true
+		}
 	}
 	if err := c.check(name); err != nil {
 		return nil, err

@@ -257,7 +257,12 @@ func TestLoadErrors(t *testing.T) {
 		},
 		{
 			name: "no lines at all",
-			doc:  "[server]\nlisten = \"127.0.0.1:8080\"\n",
+			doc:  "[sandbox]\ndaily_quota = 10\n",
+			want: []string{"lines: no lines configured"},
+		},
+		{
+			name: "an empty list of lines",
+			doc:  "lines = []\n",
 			want: []string{"lines: no lines configured"},
 		},
 		{
@@ -505,6 +510,31 @@ func TestMinimalFileTakesDefaults(t *testing.T) {
 	}
 }
 
+// A file with neither [[lines]] nor [sandbox] keeps the default's; one
+// that names either has only what it names.
+func TestFileWithoutLinesTakesDefaultLines(t *testing.T) {
+	def := config.Default()
+	c := mustLoad(t, "[server]\nlisten = \"127.0.0.1:9090\"\n[storage]\ndir = \"./elsewhere\"\n")
+	if !c.DefaultLines || !slices.Equal(c.Lines, def.Lines) || c.Sandbox.Handle != def.Sandbox.Handle || len(c.Lines) == 0 {
+		t.Errorf("lines %+v sandbox %+v (default lines %v), want the default's %+v %+v", c.Lines, c.Sandbox, c.DefaultLines, def.Lines, def.Sandbox)
+	}
+	if c.Server.Listen != "127.0.0.1:9090" || c.Storage.Dir != "./elsewhere" {
+		t.Errorf("the file's own values lost: %+v %+v", c.Server, c.Storage)
+	}
+	if def.DefaultLines {
+		t.Error("the embedded default says its lines are borrowed")
+	}
+
+	c = mustLoad(t, oneLine)
+	if c.DefaultLines || len(c.Lines) != 1 || c.Sandbox.Handle != "" {
+		t.Errorf("a file with a line got %+v and sandbox %q", c.Lines, c.Sandbox.Handle)
+	}
+	c = mustLoad(t, "[sandbox]\nhandle = \"+15550000008\"\n")
+	if c.DefaultLines || len(c.Lines) != 0 || c.Sandbox.Handle != "+15550000008" {
+		t.Errorf("a file with a sandbox got lines %+v and sandbox %q", c.Lines, c.Sandbox.Handle)
+	}
+}
+
 func TestSandboxAdvancedFalse(t *testing.T) {
 	c := mustLoad(t, "[sandbox]\nhandle = \"+15550000000\"\nadvanced_features = false\n")
 	if c.Sandbox.Advanced() {
@@ -689,5 +719,33 @@ func TestGuardDefaults(t *testing.T) {
 	g := c.Guard
 	if g.Pace.Duration != time.Second || g.MaxUnanswered != 5 || g.MaxRatio != 0 || g.MaxColdContacts != 200 || g.ColdAfter.Duration != 24*time.Hour {
 		t.Errorf("[guard] = %+v", g)
+	}
+}
+
+// Overrides replace the file's listen address and data folder, checked as
+// the file's are; --dev is for a daemon only this machine reaches.
+func TestApplyOverrides(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:0", "[::1]:8080", "localhost:8080"} {
+		c := config.Default()
+		if err := c.Apply(config.Overrides{Listen: addr, ListenSource: "--listen", Dev: true}); err != nil || !c.Dev ||
+			!c.Webhooks.AllowHTTP || !c.Webhooks.AllowPrivateNetworks || c.Server.Listen != addr {
+			t.Errorf("--dev on %s: %v, %+v %+v", addr, err, c.Server, c.Webhooks)
+		}
+	}
+	for _, addr := range []string{":8080", "0.0.0.0:8080", "[::]:8080", "192.168.1.2:8080", "blueline.example.com:8080"} {
+		c := config.Default()
+		err := c.Apply(config.Overrides{Listen: addr, ListenSource: "--listen", Dev: true})
+		if err == nil || !strings.Contains(err.Error(), "--dev: is for a daemon on this machine alone") || c.Dev || c.Webhooks.AllowHTTP {
+			t.Errorf("--dev on %s: %v", addr, err)
+		}
+	}
+	c := config.Default()
+	if err := c.Apply(config.Overrides{Listen: "8080", ListenSource: "BLUELINE_LISTEN", DataDir: " ", DataSource: "--data"}); err == nil ||
+		!strings.Contains(err.Error(), `BLUELINE_LISTEN: must be host:port such as "127.0.0.1:8080" or ":8080", got "8080"`) ||
+		!strings.Contains(err.Error(), "--data: must not be blank") || c.Server.Listen != "127.0.0.1:8080" {
+		t.Errorf("bad overrides: %v", err)
+	}
+	if c := mustLoad(t, oneLine); c.Apply(config.Overrides{}) != nil || c.Dev || c.Webhooks.AllowHTTP {
+		t.Errorf("no overrides changed %+v", c)
 	}
 }

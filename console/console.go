@@ -67,6 +67,9 @@ type Options struct {
 	// streams_per_key and stream_lifetime).
 	StreamsPerSession int
 	StreamLifetime    time.Duration
+	// Dev is `serve --dev`, which every page shows in a banner: webhooks
+	// may reach this machine's own networks.
+	Dev bool
 }
 
 // Console serves the dashboard.

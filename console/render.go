@@ -24,6 +24,7 @@ type page struct {
 	Error   string // what went wrong, shown above the page
 	Data    any
 	Now     time.Time
+	Dev     bool // the daemon runs with --dev
 }
 
 // fill adds entries to the page's data, keeping those already there.
@@ -88,7 +89,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 			s = &cur
 		}
 	}
-	p.Session, p.Now = s, c.now()
+	p.Session, p.Now, p.Dev = s, c.now(), c.opts.Dev
 	if p.Nav == "" {
 		p.Nav = name
 	}

@@ -112,7 +112,7 @@ func (d *Daemon) servers(cfg *config.Config, o options, baseURL string, srv *ser
 		conOpts := console.Options{
 			DB: d.db, Log: log, BaseURL: baseURL, TrustedProxies: cfg.Server.Proxies(), SessionTTL: cfg.Dashboard.SessionTTL.Duration,
 			Version: o.version, Started: o.started, Health: d.checks, API: apiHandler, Admin: admins.Handler(),
-			StreamsPerSession: cfg.Limits.StreamsPerKey, StreamLifetime: cfg.Limits.StreamLifetime.Duration,
+			StreamsPerSession: cfg.Limits.StreamsPerKey, StreamLifetime: cfg.Limits.StreamLifetime.Duration, Dev: cfg.Dev,
 		}
 		if d.api.tls != nil {
 			conOpts.TLS = d.api.tls.State

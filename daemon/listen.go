@@ -29,7 +29,7 @@ func listenAPI(cfg *config.Config, log *slog.Logger) (apiListener, error) {
 	if !cfg.TLS.Enabled() {
 		ln, err := net.Listen("tcp", cfg.Server.Listen)
 		if err != nil {
-			return apiListener{}, listener.Error("[server] listen", cfg.Server.Listen, err)
+			return apiListener{}, listener.Error(cfg.Server.ListenSetting(), cfg.Server.Listen, err)
 		}
 		return apiListener{plain: listener.Limit(ln, limits)}, nil
 	}

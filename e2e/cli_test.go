@@ -54,11 +54,12 @@ func TestCLIStatusAndJSON(t *testing.T) {
 	}
 }
 
-// A usage error prints the command's own usage and exits 2.
+// A usage error prints its message and where the command's own usage is,
+// and exits 2.
 func TestCLIUsageErrors(t *testing.T) {
 	td := startTestDaemon(t, "")
 	_, errOut, code := td.cli("keys", "create")
-	if code != 2 || !strings.Contains(errOut, "keys create needs --label") || !strings.Contains(errOut, "Usage:\n  blueline keys create --label TEXT") ||
+	if code != 2 || !strings.Contains(errOut, "keys create needs --label") || !strings.HasSuffix(errOut, "\nRun 'blueline keys create --help' for usage.\n") || strings.Contains(errOut, "Usage:") ||
 		strings.Contains(errOut, "sim inbound") {
 		t.Errorf("keys create without --label: exit %d, %q", code, errOut)
 	}

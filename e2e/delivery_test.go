@@ -219,7 +219,7 @@ func TestBadConfigRefused(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "+15550000001") || !strings.Contains(errOut, missing+" does not exist") {
 		t.Fatalf("messages bridge without chat.db: exit %d %q", code, errOut)
 	}
-	if _, errOut, code := runCLI("frobnicate"); code != 2 || !strings.Contains(errOut, "Usage") {
+	if _, errOut, code := runCLI("frobnicate"); code != 2 || !strings.Contains(errOut, "Run 'blueline --help' for usage.") {
 		t.Fatalf("unknown command: exit %d %q", code, errOut)
 	}
 }

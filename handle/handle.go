@@ -90,6 +90,21 @@ func IsPhone(h string) bool {
 	return h != "" && !strings.Contains(h, "@")
 }
 
+// IsShortCode reports whether a normalised handle is a short code: digits
+// without a +.
+func IsShortCode(h string) bool {
+	return IsPhone(h) && !strings.HasPrefix(h, "+")
+}
+
+// NotAShortCode is why a short code that has never written to a line
+// cannot name a contact of it. Services text from short codes, so a line
+// may answer one that wrote first; one that did not is, in practice, a
+// phone number written without its country code ("555-1234"), refused as
+// such rather than later by the contact-first rule.
+func NotAShortCode(h, line string) error {
+	return invalid("without a + it could only be the short code %s, which has not written to line %s: a phone number needs a + and its country code", h, line)
+}
+
 func normalizePhone(s string) (string, error) {
 	var b strings.Builder
 	for i, r := range s {

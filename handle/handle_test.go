@@ -115,3 +115,14 @@ func TestIsPhone(t *testing.T) {
 		t.Fatal("IsPhone misclassifies")
 	}
 }
+
+func TestIsShortCode(t *testing.T) {
+	for h, want := range map[string]bool{"55555": true, "5551234": true, "+15550102000": false, "jane@example.com": false, "": false} {
+		if got := handle.IsShortCode(h); got != want {
+			t.Errorf("IsShortCode(%q) = %v, want %v", h, got, want)
+		}
+	}
+	if err := handle.NotAShortCode("5551234", "+15550000001"); !errors.Is(err, handle.ErrInvalid) || !strings.Contains(err.Error(), "short code 5551234, which has not written to line +15550000001") {
+		t.Errorf("NotAShortCode: %v", err)
+	}
+}

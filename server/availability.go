@@ -46,6 +46,9 @@ func (s *Server) getAvailability(w http.ResponseWriter, r *http.Request) error {
 	if err := s.capable(line, "availability"); err != nil {
 		return err
 	}
+	if err := s.checkContacts(r.Context(), line, "handle", h); err != nil {
+		return err
+	}
 	if h == line.Handle {
 		return httpapi.Invalid("handle", "handle is the line's own handle.")
 	}

@@ -72,6 +72,9 @@ func (s *Server) createGroup(w http.ResponseWriter, r *http.Request) error {
 	if err := s.capable(line, "groups"); err != nil {
 		return err
 	}
+	if err := s.checkContacts(r.Context(), line, "participants", members...); err != nil {
+		return err
+	}
 	for _, m := range members {
 		if m == line.Handle {
 			return httpapi.Invalid("participants", "The line %s is in its groups already: list the other members.", line.Handle)
@@ -172,6 +175,9 @@ func (s *Server) changeGroupMembers(w http.ResponseWriter, r *http.Request) erro
 		p.Add, item.GroupAction = member, bridge.ChatParticipantAdded
 		if member == line.Handle || slices.Contains(chat.Participants, member) {
 			return httpapi.Invalid("add", "%s is in the group already.", member)
+		}
+		if err := s.checkContacts(r.Context(), line, "add", member); err != nil {
+			return err
 		}
 		wrote, err := s.contactWrote(r.Context(), line, member)
 		if err != nil {

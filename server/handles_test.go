@@ -62,3 +62,39 @@ func TestHandlesRefused(t *testing.T) {
 		}
 	}
 }
+
+// A number without a + is a short code, which a line may answer once it
+// has written: one that never wrote is a phone number without its country
+// code ("555-1234"), refused at once with the forms a handle takes rather
+// than later by the contact-first rule, wherever a contact comes in.
+func TestLocalNumberRefused(t *testing.T) {
+	e := newAPI(t, defaultOptions())
+	key := e.key(keyOpts{})
+	const service = "56249"
+	e.inbound(mainLine, service, "Your code is 123456")
+	e.inbound(mainLine, alice, "hi")
+	e.inbound(mainLine, bob, "hi")
+	check := func(what string, r response, param string) {
+		t.Helper()
+		msg, _ := r.Body["error"].(map[string]any)["message"].(string)
+		if r.Status != 400 || r.ErrCode() != "invalid_parameter_value" || r.ErrParam() != param ||
+			!strings.Contains(msg, "short code 5551234, which has not written to line "+mainLine) ||
+			!strings.Contains(msg, "a phone number needs a + and its country code") || !strings.Contains(msg, "E.164") {
+			t.Errorf("%s: %d %s; want 400 invalid_parameter_value, param %s, naming the expected forms", what, r.Status, r.Raw, param)
+		}
+		apitest.CheckErrorType(t, what, r)
+	}
+	check("POST /v1/messages", e.call("POST", "/v1/messages", key, map[string]any{"from": mainLine, "to": "555-1234", "text": "hi"}), "to")
+	check("GET /v1/messages", e.call("GET", "/v1/messages?from="+url.PathEscape(mainLine)+"&to=555-1234", key, nil), "to")
+	check("GET /v1/availability", e.call("GET", "/v1/availability?from="+url.QueryEscape(mainLine)+"&handle=555-1234", key, nil), "handle")
+	check("POST /v1/groups", e.call("POST", "/v1/groups", key, map[string]any{"from": mainLine, "participants": []string{alice, "555 1234"}, "text": "hi"}), "participants")
+
+	// The short code that wrote is a contact like any other.
+	if r := e.call("POST", "/v1/messages", key, map[string]any{"from": mainLine, "to": service, "text": "STOP"}); r.Status != 201 {
+		t.Errorf("an answer to a short code that wrote: %d %s", r.Status, r.Raw)
+	}
+	// An E.164 number that never wrote is still the contact-first rule's.
+	if r := e.call("POST", "/v1/messages", key, map[string]any{"from": mainLine, "to": "+15551234567", "text": "hi"}); r.Status != 403 || r.ErrCode() != "contact_has_not_messaged" {
+		t.Errorf("an E.164 number that never wrote: %d %s", r.Status, r.Raw)
+	}
+}

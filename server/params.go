@@ -251,9 +251,33 @@ func (s *Server) resolveTo(r *http.Request, line storage.Line, value string) (ta
 		err = s.hideSandboxChat(r.Context(), line, c)
 	}
 	if errors.Is(err, storage.ErrNotFound) {
+		if handle.IsShortCode(h) {
+			return target{}, httpapi.BadHandle("to", value, handle.NotAShortCode(h, line.Handle))
+		}
 		return target{contact: h}, nil
 	}
 	return target{chat: c, found: err == nil, contact: h}, err
+}
+
+// checkContacts refuses, as resolveTo does, the short codes among handles
+// (normalised, given as param) that have no chat with line.
+func (s *Server) checkContacts(ctx context.Context, line storage.Line, param string, handles ...string) error {
+	for _, h := range handles {
+		if !handle.IsShortCode(h) {
+			continue
+		}
+		c, err := s.db.ChatByIdentifier(ctx, line.ID, h)
+		if err == nil {
+			err = s.hideSandboxChat(ctx, line, c)
+		}
+		if errors.Is(err, storage.ErrNotFound) {
+			return httpapi.BadHandle(param, h, handle.NotAShortCode(h, line.Handle))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // hideSandboxChat is storage.ErrNotFound for a chat of the sandbox line that

@@ -32,8 +32,8 @@ const maxURLLen = 2048
 
 // The settings that lift the policy, as the refusals name them.
 const (
-	hintHTTP    = "[webhooks] allow_http permits http:// for local development"
-	hintPrivate = "[webhooks] allow_private_networks permits it for local development"
+	hintHTTP    = "[webhooks] allow_http permits http:// for local development, as `blueline serve --dev` does"
+	hintPrivate = "[webhooks] allow_private_networks permits it for local development, as `blueline serve --dev` does"
 )
 
 // CheckURL validates a receiver URL at registration and resolves its host,
