@@ -26,18 +26,49 @@ type message struct {
 	ReplyTo   *message
 }
 
-// outboxItem is an item with what the outbox page adds: its kind and its
-// line's handle.
+// outboxItem is an item with what the outbox page adds: its kind, its
+// line's handle, who it goes to (and the conversation, when there is one
+// to open) and what it says.
 type outboxItem struct {
 	api.OutboxItem
-	Kind string
-	Line string
+	Kind      string
+	Line      string
+	Recipient string
+	ChatLink  string // the chat's ID
+	Preview   string
 }
 
-// webhookInfo is a webhook with its line's handle.
+// previewRunes is how much of a text the outbox shows.
+const previewRunes = 80
+
+// outboxPreview is what an item says, in a few words.
+func outboxPreview(it storage.OutboxItem) string {
+	text := ""
+	switch {
+	case it.Text != nil:
+		text = *it.Text
+	case it.Kind == storage.KindReaction && it.ReactionEmoji != "":
+		text = it.ReactionEmoji
+	case it.Kind == storage.KindReaction:
+		text = it.ReactionType
+	case it.GroupName != "":
+		text = it.GroupName
+	}
+	if len(it.FileIDs) > 0 {
+		text = strings.TrimSpace(fmt.Sprintf("%s (%d files)", text, len(it.FileIDs)))
+	}
+	if r := []rune(text); len(r) > previewRunes {
+		text = string(r[:previewRunes-1]) + "…"
+	}
+	return text
+}
+
+// webhookInfo is a webhook as the Webhooks page lists it: with its line's
+// handle, its owner, its state, and what its counters on the overview count.
 type webhookInfo struct {
-	api.Webhook
-	Line string
+	api.WebhookInfo
+	Waiting     int // deliveries waiting for an attempt
+	FailedToday int // failed attempts since the day before
 }
 
 func (c *Console) lines(r *http.Request) ([]api.Line, error) {
@@ -135,39 +166,22 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	if c.opts.TLS != nil {
 		data["TLS"] = c.opts.TLS()
 	}
-	// Webhook attempts: the operator's are every webhook's; an owner's,
-	// those of the webhooks the owner may see.
-	attemptsOf := []string{""}
-	if sc != nil {
-		hooks, err := c.visibleWebhooks(r, lines)
-		if err != nil {
-			c.fail(w, r, nil, err)
-			return
-		}
-		attemptsOf = attemptsOf[:0]
-		for _, h := range hooks {
-			attemptsOf = append(attemptsOf, h.ID)
-		}
-		if queues.WebhookDeliveries, err = c.opts.DB.WaitingDeliveries(ctx, attemptsOf...); err != nil {
-			c.fail(w, r, nil, err)
-			return
-		}
-		data["Queues"] = queues
+	// The webhooks' figures are the sums of the Webhooks page's rows.
+	hooks, err := c.visibleWebhooks(r, lines)
+	if err == nil {
+		err = c.countWebhooks(r, hooks, dayAgo)
 	}
-	n := 0
-	for _, id := range attemptsOf {
-		var attempts api.List[storage.Attempt]
-		if err := c.call(r, true, "GET", "/webhooks/attempts?limit=1000&webhook="+url.QueryEscape(id), nil, &attempts); err != nil {
-			c.fail(w, r, nil, err)
-			return
-		}
-		for _, a := range attempts.Data {
-			if a.At >= dayAgo && a.Error != "" {
-				n++
-			}
-		}
+	if err != nil {
+		c.fail(w, r, nil, err)
+		return
 	}
-	data["WebhookFailures"] = n
+	queues.WebhookDeliveries = 0
+	failures := 0
+	for _, h := range hooks {
+		queues.WebhookDeliveries += h.Waiting
+		failures += h.FailedToday
+	}
+	data["Queues"], data["WebhookFailures"] = queues, failures
 	c.render(w, r, http.StatusOK, "overview", nil, page{Title: "Overview", Data: data})
 }
 
@@ -391,6 +405,13 @@ func (c *Console) chats(w http.ResponseWriter, r *http.Request) {
 		cur = lines[i]
 	}
 	data["Line"] = cur
+	if cur.IsSandbox && currentSession(r.Context()).Owner == "" {
+		// The API keeps each sandbox conversation to its owner: rather
+		// than its refusal, what the operator can do instead.
+		data["OwnersOnly"] = true
+		c.render(w, r, http.StatusOK, "chats", nil, p)
+		return
+	}
 	v := url.Values{"from": {cur.Handle}, "limit": {"50"}}
 	if a := q.Get("after"); a != "" {
 		v.Set("after", a)
@@ -410,7 +431,9 @@ type chatView struct {
 	Chat     api.Chat
 	Line     api.Line
 	Messages []message
-	After    uint64 // the last event included, where live updates resume
+	// Typing are the chat's members typing now.
+	Typing []api.Indicator
+	After  uint64 // the last event included, where live updates resume
 }
 
 // loadChat reads a chat through the API, so that a chat the session may
@@ -468,6 +491,11 @@ func (c *Console) loadChat(r *http.Request, id string) (chatView, error) {
 		}
 	}
 	v.Messages = msgs.Data
+	var typing api.List[api.Indicator]
+	if err := c.call(r, false, "GET", "/v1/typing?"+url.Values{"from": {l.Handle}, "to": {id}}.Encode(), nil, &typing); err != nil {
+		return v, err
+	}
+	v.Typing = slices.DeleteFunc(typing.Data, func(ind api.Indicator) bool { return !ind.IsTyping })
 	return v, nil
 }
 
@@ -554,9 +582,22 @@ func (c *Console) outbox(w http.ResponseWriter, r *http.Request) {
 			c.fail(w, r, nil, err)
 			return
 		}
-		item.Kind = it.Kind
+		item.Kind, item.Preview = it.Kind, outboxPreview(it)
 		if l, ok := lineByID(lines, it.LineID); ok {
 			item.Line = l.Handle
+		}
+		// The item is the session's (the API showed it): so is its chat.
+		if it.ChatID != "" {
+			ch, err := c.opts.DB.ChatByID(r.Context(), it.ChatID)
+			if err != nil && !errors.Is(err, storage.ErrNotFound) {
+				c.fail(w, r, nil, err)
+				return
+			}
+			if err == nil {
+				item.Recipient, item.ChatLink = cmp.Or(ch.Name, ch.Identifier), ch.ID
+			}
+		} else if len(it.Participants) > 0 {
+			item.Recipient = strings.Join(it.Participants, ", ")
 		}
 		items = append(items, item)
 	}
@@ -564,23 +605,68 @@ func (c *Console) outbox(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "outbox", nil, p)
 }
 
-// visibleWebhooks are the active webhooks the session may see, on every
-// line it may use.
+// visibleWebhooks are the webhooks the session may see: the operator's,
+// every owner's (as `blueline webhooks list` on the host); an owner's, the
+// active ones the API lists for the owner, on every line the owner may use.
 func (c *Console) visibleWebhooks(r *http.Request, lines []api.Line) ([]webhookInfo, error) {
+	ctx := r.Context()
 	var out []webhookInfo
-	for _, l := range lines {
-		var hooks api.List[api.Webhook]
-		if err := c.call(r, false, "GET", "/v1/webhooks?from="+url.QueryEscape(l.Handle), nil, &hooks); err != nil {
-			if statusOf(err) == http.StatusForbidden {
-				continue // the sandbox, for a session with no owner
-			}
+	if currentSession(ctx).Owner == "" {
+		var all api.List[api.WebhookInfo]
+		if err := c.call(r, true, "GET", "/webhooks", nil, &all); err != nil {
 			return nil, err
 		}
-		for _, h := range hooks.Data {
-			out = append(out, webhookInfo{Webhook: h, Line: l.Handle})
+		for _, h := range all.Data {
+			out = append(out, webhookInfo{WebhookInfo: h})
+		}
+	} else {
+		for _, l := range lines {
+			var hooks api.List[api.Webhook]
+			if err := c.call(r, false, "GET", "/v1/webhooks?from="+url.QueryEscape(l.Handle), nil, &hooks); err != nil {
+				return nil, err
+			}
+			for _, h := range hooks.Data {
+				// The state the API does not show: the stored record's.
+				sh, err := c.opts.DB.WebhookByID(ctx, h.ID)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, webhookInfo{WebhookInfo: api.WebhookInfo{ID: h.ID, Line: l.Handle, Owner: sh.Owner, URL: h.URL,
+					Events: h.Events, IsActive: h.IsActive, FailingSince: sh.FailingSince, CreatedAt: h.CreatedAt}})
+			}
 		}
 	}
 	return out, nil
+}
+
+// countWebhooks fills in each webhook's deliveries waiting and attempts
+// failed since dayAgo.
+func (c *Console) countWebhooks(r *http.Request, hooks []webhookInfo, dayAgo int64) error {
+	if len(hooks) == 0 {
+		return nil
+	}
+	// The attempts are kept newest first: those of the last day lead.
+	var attempts api.List[storage.Attempt]
+	if err := c.call(r, true, "GET", "/webhooks/attempts?limit=10000", nil, &attempts); err != nil {
+		return err
+	}
+	failed := map[string]int{}
+	for _, a := range attempts.Data {
+		if a.At < dayAgo {
+			break
+		}
+		if a.Error != "" {
+			failed[a.WebhookID]++
+		}
+	}
+	for i := range hooks {
+		n, err := c.opts.DB.WaitingDeliveries(r.Context(), hooks[i].ID)
+		if err != nil {
+			return err
+		}
+		hooks[i].Waiting, hooks[i].FailedToday = n, failed[hooks[i].ID]
+	}
+	return nil
 }
 
 func (c *Console) webhooksPage(w http.ResponseWriter, r *http.Request, status int, p page) {
@@ -590,11 +676,27 @@ func (c *Console) webhooksPage(w http.ResponseWriter, r *http.Request, status in
 		return
 	}
 	hooks, err := c.visibleWebhooks(r, lines)
+	if err == nil {
+		err = c.countWebhooks(r, hooks, c.now().Add(-24*time.Hour).UnixMilli())
+	}
 	if err != nil {
 		c.fail(w, r, nil, err)
 		return
 	}
-	p.fill(map[string]any{"Webhooks": hooks, "Lines": lines, "Events": api.WebhookEvents, "StandardEvents": api.StandardEvents})
+	// The operator sees every owner's webhooks, and picks one owner's.
+	var owners []string
+	for _, h := range hooks {
+		if h.Owner != "" && !slices.Contains(owners, h.Owner) {
+			owners = append(owners, h.Owner)
+		}
+	}
+	slices.Sort(owners)
+	owner := r.URL.Query().Get("owner")
+	if owner != "" {
+		hooks = slices.DeleteFunc(hooks, func(h webhookInfo) bool { return h.Owner != owner })
+	}
+	p.fill(map[string]any{"Webhooks": hooks, "Owners": owners, "Owner": owner, "Lines": lines,
+		"Events": api.WebhookEvents, "StandardEvents": api.StandardEvents})
 	p.Title = "Webhooks"
 	c.render(w, r, status, "webhooks", nil, p)
 }
@@ -664,7 +766,12 @@ func (c *Console) webhook(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) deleteWebhook(w http.ResponseWriter, r *http.Request) {
 	h, err := c.findWebhook(r, pathValue(r, "id"))
-	if err == nil {
+	switch {
+	case err != nil:
+	case currentSession(r.Context()).Owner == "" && h.Owner != "":
+		// An owner's webhook on the sandbox is the owner's alone in the API.
+		err = c.callAsOwner(r, h.Owner, "DELETE", "/v1/webhooks", map[string]string{"id": h.ID}, nil)
+	default:
 		err = c.call(r, false, "DELETE", "/v1/webhooks", map[string]string{"id": h.ID}, nil)
 	}
 	if err != nil {

@@ -355,7 +355,7 @@ func TestOwnerOverview(t *testing.T) {
 		if got := !strings.Contains(row, "<td>—</td>\n  <td>—</td>"); got != c.traffic {
 			t.Errorf("%q's overview shows the sandbox's traffic: %v, want %v\n%s", c.owner, got, c.traffic, row)
 		}
-		if !strings.Contains(page, c.waiting+",") || !strings.Contains(page, c.failed+" in the last day") {
+		if !strings.Contains(page, c.waiting+"</a>,") || !strings.Contains(page, c.failed+" in the last day") {
 			t.Errorf("%q's overview: want %q and %q\n%s", c.owner, c.waiting, c.failed, page)
 		}
 	}
