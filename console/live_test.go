@@ -157,3 +157,33 @@ func TestLiveFraming(t *testing.T) {
 		t.Errorf("the file %q shows as %q", name, ev.Data)
 	}
 }
+
+// Who is typing shows on the chat's live stream as they start, and goes
+// when they stop: typing is no event, the stream follows it on its own.
+func TestLiveTyping(t *testing.T) {
+	e := start(t, "")
+	b := e.browser()
+	b.signIn("")
+	m := e.inbound("hello", "")
+	_, r := b.live(m.ChatID)
+	shown := `<p class="typing" id="typing"><bdi>&#43;` + alice[1:] + `</bdi> is typing…</p>`
+	for _, state := range []string{"on", "off"} {
+		if err := e.adminDo("POST", "/sim/typing", api.SimTyping{Line: mainLine, From: alice, State: state}, nil); err != nil {
+			t.Fatal(err)
+		}
+		ev, err := r.Next()
+		if err != nil {
+			t.Fatalf("typing %s: %v", state, err)
+		}
+		if got := strings.Contains(ev.Data, shown); got != (state == "on") || !strings.Contains(ev.Data, ">hello</p>") {
+			t.Errorf("typing %s: the chat shows %q, want the messages and the indicator %v", state, ev.Data, state == "on")
+		}
+	}
+	// The page itself shows it too.
+	if err := e.adminDo("POST", "/sim/typing", api.SimTyping{Line: mainLine, From: alice, State: "on"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if page := b.do("GET", "/dashboard/chats/"+m.ChatID, nil).body; !strings.Contains(page, shown) {
+		t.Errorf("the chat's page does not show alice typing:\n%s", page)
+	}
+}
