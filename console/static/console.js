@@ -43,6 +43,7 @@ function liveConversation(live) {
   live.addEventListener("scroll", function () {
     // Within a few pixels of the end is at the end (zoom rounds).
     atEnd = live.scrollHeight - live.scrollTop - live.clientHeight <= 24;
+    live.dataset.following = String(atEnd);
     if (atEnd) {
       newer.hidden = true;
     }
