@@ -176,12 +176,12 @@ func (l *listener) run(ctx context.Context, c *apiConn, p client.EventStreamPara
 	if !c.local {
 		where = "the daemon"
 	}
+	l.sayWhatIsLeftOut(ctx, c, p)
 	if l.forwardTo != "" {
 		fmt.Fprintf(a.stderr, "listen: forwarding the events of %s to %s (Ctrl-C to stop)\n", where, l.forwardTo)
 	} else {
 		fmt.Fprintf(a.stderr, "listen: following the events of %s (Ctrl-C to stop)\n", where)
 	}
-	l.sayWhatIsLeftOut(ctx, c, p)
 	l.broken = -1
 	for ev, err := range c.Events.Stream(ctx, p) {
 		if err != nil {
