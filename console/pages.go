@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -159,7 +160,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data := map[string]any{
-		"Lines": rows, "Workers": workers, "Queues": queues, "FailedToday": failedToday,
+		"Lines": rows, "Workers": workers, "Queues": queues, "FailedToday": failedToday, "DayAgo": dayAgo,
 		"Version": c.opts.Version, "Uptime": c.now().Sub(c.opts.Started).Round(time.Second).String(), "Started": c.opts.Started.UnixMilli(),
 		"GoVersion": runtime.Version(), "OS": runtime.GOOS + "/" + runtime.GOARCH, "Fleet": fleet,
 	}
@@ -240,10 +241,10 @@ func (c *Console) outboxFigures(ctx context.Context, sc *scope, dayAgo int64) (s
 		}
 	}
 	count := func(status string, since int64) (int, error) {
-		items, _, err := c.opts.DB.RecentOutbox(ctx, storage.OutboxFilter{Status: status}, "", 1000, 20000)
+		items, _, err := c.opts.DB.RecentOutbox(ctx, storage.OutboxFilter{Status: status, Since: since}, "", 1000, 20000)
 		n := 0
 		for _, it := range items {
-			if it.CreatedAt >= since && sc.sees(it.LineID, it.ChatID) {
+			if sc.sees(it.LineID, it.ChatID) {
 				n++
 			}
 		}
@@ -544,7 +545,7 @@ func (c *Console) outbox(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	f := storage.OutboxFilter{Status: q.Get("status")}
-	data := map[string]any{"Lines": lines, "Status": f.Status, "LineHandle": q.Get("line"),
+	data := map[string]any{"Lines": lines, "Status": f.Status, "LineHandle": q.Get("line"), "Since": int64(0),
 		"Statuses": []string{storage.StatusPending, storage.StatusClaimed, storage.StatusSent, storage.StatusFailed}}
 	p := page{Title: "Outbox", Data: data}
 	if f.Status != "" && !slices.Contains(data["Statuses"].([]string), f.Status) {
@@ -561,6 +562,16 @@ func (c *Console) outbox(w http.ResponseWriter, r *http.Request) {
 		}
 		f.LineID = lines[i].ID
 	}
+	// The overview's "failed in the last day" lists those accepted since.
+	if v := q.Get("since"); v != "" {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms < 0 {
+			p.Error = "since is a time in Unix milliseconds, not " + strconv.Quote(v) + "."
+			c.render(w, r, http.StatusBadRequest, "outbox", nil, p)
+			return
+		}
+		f.Since, data["Since"] = ms, ms
+	}
 	before := q.Get("before")
 	if before != "" && !storage.IDShaped(before, "obx_") {
 		before = ""
@@ -570,22 +581,37 @@ func (c *Console) outbox(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, err)
 		return
 	}
+	operator := currentSession(r.Context()).Owner == ""
 	items := make([]outboxItem, 0, len(stored))
 	for _, it := range stored {
 		// Each item through the API: an item the session may not see (a
 		// line or sandbox of another) is left out.
 		var item outboxItem
+		l, _ := lineByID(lines, it.LineID)
+		item.Kind, item.Line = it.Kind, l.Handle
 		if err := c.call(r, false, "GET", "/v1/outbox?id="+url.QueryEscape(it.ID), nil, &item.OutboxItem); err != nil {
-			if statusOf(err) < 500 {
-				continue
+			if statusOf(err) >= 500 {
+				c.fail(w, r, nil, err)
+				return
 			}
-			c.fail(w, r, nil, err)
-			return
+			// The operator's overview counts the owners' sandbox items
+			// too: listed, so that the counts add up, but not what they
+			// say or to whom, which is the owner's.
+			if operator && l.IsSandbox {
+				item.OutboxItem = api.OutboxItem{ID: it.ID, LineID: it.LineID, Status: it.Status, Attempts: it.Attempts,
+					MaxAttempts: it.MaxAttempts, CreatedAt: it.CreatedAt}
+				if it.CompletedAt != 0 {
+					item.CompletedAt = &it.CompletedAt
+				}
+				if it.Error != "" {
+					item.Error = &it.Error
+				}
+				item.Recipient = "an owner's sandbox"
+				items = append(items, item)
+			}
+			continue
 		}
-		item.Kind, item.Preview = it.Kind, outboxPreview(it)
-		if l, ok := lineByID(lines, it.LineID); ok {
-			item.Line = l.Handle
-		}
+		item.Preview = outboxPreview(it)
 		// The item is the session's (the API showed it): so is its chat.
 		if it.ChatID != "" {
 			ch, err := c.opts.DB.ChatByID(r.Context(), it.ChatID)

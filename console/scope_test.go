@@ -193,4 +193,12 @@ func TestOutboxShowsRecipientAndText(t *testing.T) {
 		preview == nil || !strings.HasPrefix(long, strings.TrimSuffix(preview[1], "…")) || len([]rune(preview[1])) != 80 {
 		t.Errorf("the outbox's row of %s: want alice linked to %s and the text's first 80 characters\n%s", item.ID, m.ChatID, row)
 	}
+	// The overview's "in the last day" lists those accepted since a time.
+	later := strconv.FormatInt(item.CreatedAt+1, 10)
+	if page := b.do("GET", "/dashboard/outbox?since="+later, nil).body; strings.Contains(page, item.ID) {
+		t.Errorf("the outbox since %s lists %s, accepted before", later, item.ID)
+	}
+	if a := b.do("GET", "/dashboard/outbox?since=yesterday", nil); a.status != http.StatusBadRequest || !strings.Contains(a.body, "since is a time in Unix milliseconds, not &#34;yesterday&#34;.") {
+		t.Errorf("the outbox since yesterday: %d\n%s", a.status, a.body)
+	}
 }

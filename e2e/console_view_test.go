@@ -55,6 +55,14 @@ func picture(t *testing.T, w, h int) string {
 	return path
 }
 
+// signIn signs the host's operator in with a one-time link.
+func (b *browser) signIn(td *testDaemon) {
+	b.t.Helper()
+	link := strings.TrimSpace(td.mustCLI("dashboard", "--no-open"))
+	b.do("sign in", chromedp.Navigate(link), chromedp.Click(chromedp.CSS("#link-login button")),
+		chromedp.WaitVisible(chromedp.CSS("nav[aria-label=Main]")))
+}
+
 // atEnd is whether the conversation's view shows its newest message.
 const atEnd = `(() => { const m = document.querySelector("#messages"); return m.scrollHeight - m.scrollTop - m.clientHeight <= 2 })()`
 
@@ -75,9 +83,7 @@ func TestConsoleConversationView(t *testing.T) {
 		chatID = m["chat_id"].(string)
 	}
 
-	link := strings.TrimSpace(td.mustCLI("dashboard", "--no-open"))
-	b.do("sign in", chromedp.Navigate(link), chromedp.Click(chromedp.CSS("#link-login button")),
-		chromedp.WaitVisible(chromedp.CSS("nav[aria-label=Main]")))
+	b.signIn(td)
 	b.do("open the conversation", chromedp.Navigate(td.base+"/dashboard/chats/"+chatID), chromedp.WaitVisible(chromedp.CSS("#messages")))
 	b.waitFor("the live stream connects", `document.querySelector("#messages").dataset.connected === "true"`)
 	// The last picture loads after the page is laid out: the view follows it.
@@ -139,9 +145,7 @@ func TestConsoleTimesAreLocal(t *testing.T) {
 	b := newBrowser(t, chromedp.Env("TZ=Asia/Kolkata"))
 	td.inbound(mainLine, alice, "hello")
 	td.key()
-	link := strings.TrimSpace(td.mustCLI("dashboard", "--no-open"))
-	b.do("sign in", chromedp.Navigate(link), chromedp.Click(chromedp.CSS("#link-login button")),
-		chromedp.WaitVisible(chromedp.CSS("nav[aria-label=Main]")))
+	b.signIn(td)
 	local := regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$`)
 	for _, path := range []string{"/dashboard/", "/dashboard/chats", "/dashboard/keys"} {
 		b.do("open "+path, chromedp.Navigate(td.base+path), chromedp.WaitVisible(chromedp.CSS("main")))
