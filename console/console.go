@@ -7,8 +7,8 @@
 // or the admin socket's handlers, in process, acting for the signed-in
 // session (server.WithCaller): a session sees and may do exactly what a key
 // of its owner with every scope may. Pages are html/template rendered on
-// the server; one small script (static/console.js) adds live updates and
-// copy buttons, and everything works without it.
+// the server; one small script (static/console.js) adds live updates, copy
+// buttons and local times, and everything works without it.
 package console
 
 import (
