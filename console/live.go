@@ -64,8 +64,12 @@ func (c *Console) chatLive(w http.ResponseWriter, r *http.Request) {
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
 	// Typing indicators are no events: the stream follows them on their
-	// own, and shows the chat again when one starts, stops or lapses.
-	typing, shown := c.opts.DB.TypingChanged(), typingShown(c.opts.DB.TypingIndicators(id, c.now()))
+	// own, and shows the chat again when one starts, stops or lapses. The
+	// page says whether it showed one (typing=1): a change since is shown.
+	typing, shown := c.opts.DB.TypingChanged(), ""
+	if r.URL.Query().Get("typing") != "" {
+		shown = "(the page's)"
+	}
 	lapse := time.NewTimer(time.Hour)
 	defer lapse.Stop()
 	for {
