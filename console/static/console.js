@@ -48,7 +48,8 @@ function liveConversation(live) {
       newer.hidden = true;
     }
   });
-  // Pictures load after the page is laid out, and make it taller.
+  // Pictures load after the page is laid out, and make the list taller;
+  // a window resized makes the view shorter or taller.
   var keep = function () {
     if (atEnd) {
       toEnd();
@@ -56,7 +57,9 @@ function liveConversation(live) {
   };
   live.addEventListener("load", keep, true);
   if (window.ResizeObserver) {
-    new ResizeObserver(keep).observe(list);
+    var resized = new ResizeObserver(keep);
+    resized.observe(list);
+    resized.observe(live);
   }
 
   // Each message as the server last rendered it (before its times were
