@@ -92,10 +92,6 @@ func TestConsoleConversationView(t *testing.T) {
 	if !evalJS[bool](b, "the conversation scrolls", `document.querySelector("#messages").scrollHeight > 2 * document.querySelector("#messages").clientHeight`) {
 		t.Fatal("the conversation fits its box: the test shows nothing about scrolling")
 	}
-	// A window made taller keeps the view at the end.
-	b.do("a taller window", chromedp.EmulateViewport(1200, 1300))
-	b.waitFor("the view is still at the newest message", atEnd)
-	b.do("the window as it was", chromedp.EmulateViewport(1200, 900))
 
 	// Times: local, in one format, UTC on hover.
 	type shown struct{ Datetime, Title, Text string }
@@ -141,6 +137,11 @@ func TestConsoleConversationView(t *testing.T) {
 	b.waitFor("the view follows it", atEnd)
 	td.mustCLI("sim", "typing", "--line", mainLine, "--from", alice, "--state", "off")
 	b.waitFor("alice stopped typing", `document.querySelector("#typing") === null`)
+	b.waitFor("the view is at the end", atEnd)
+
+	// A window made shorter keeps the view at the end.
+	b.do("a shorter window", chromedp.EmulateViewport(1200, 600))
+	b.waitFor("the view is still at the newest message", atEnd)
 }
 
 // Every page shows times the same way: the local time, the UTC one on hover.

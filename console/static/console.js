@@ -40,7 +40,16 @@ function liveConversation(live) {
     toEnd();
   });
   live.after(newer);
+  // A scroll that comes with a change of size is the layout's (pictures,
+  // the window), not the reader's: it does not take the view off the end.
+  var size = [live.scrollHeight, live.clientHeight];
   live.addEventListener("scroll", function () {
+    var resized = live.scrollHeight !== size[0] || live.clientHeight !== size[1];
+    size = [live.scrollHeight, live.clientHeight];
+    if (resized && atEnd) {
+      toEnd();
+      return;
+    }
     // Within a few pixels of the end is at the end (zoom rounds).
     atEnd = live.scrollHeight - live.scrollTop - live.clientHeight <= 24;
     live.dataset.following = String(atEnd);
@@ -51,6 +60,7 @@ function liveConversation(live) {
   // Pictures load after the page is laid out, and make the list taller;
   // a window resized makes the view shorter or taller.
   var keep = function () {
+    size = [live.scrollHeight, live.clientHeight];
     if (atEnd) {
       toEnd();
     }
@@ -65,12 +75,9 @@ function liveConversation(live) {
   // Each message as the server last rendered it (before its times were
   // made local): one unchanged is kept as it is, pictures loaded.
   var sources = {};
-  var remember = function () {
-    list.querySelectorAll(":scope > li[data-message]").forEach(function (li) {
-      sources[li.dataset.message] = li.outerHTML;
-    });
-  };
-  remember();
+  list.querySelectorAll(":scope > li[data-message]").forEach(function (li) {
+    sources[li.dataset.message] = li.outerHTML;
+  });
   toEnd();
 
   if (!window.EventSource) {
@@ -96,11 +103,13 @@ function liveConversation(live) {
           return shown[id];
         }
         added = added || (id && !shown[id]);
+        if (id) {
+          sources[id] = li.outerHTML;
+        }
         return li;
       });
       fresh.remove();
       list.replaceChildren.apply(list, items);
-      remember();
     }
     Array.from(live.children).forEach(function (el) {
       if (el !== list) {
