@@ -135,6 +135,9 @@ func TestConsoleConversationView(t *testing.T) {
 	td.inbound(mainLine, alice, "the newest")
 	b.waitFor("the newest message arrives", `document.querySelector("#messages").textContent.includes("the newest")`)
 	b.waitFor("the view follows it", atEnd)
+	if !evalJS[bool](b, "the pictures", `document.querySelector("#messages img") === window.picture`) {
+		t.Error("a later update replaced the pictures above it")
+	}
 	td.mustCLI("sim", "typing", "--line", mainLine, "--from", alice, "--state", "off")
 	b.waitFor("alice stopped typing", `document.querySelector("#typing") === null`)
 	b.waitFor("the view is at the end", atEnd)
