@@ -550,7 +550,7 @@ func (a *Admin) adminWebhooks(w http.ResponseWriter, r *http.Request) error {
 	out := make([]api.WebhookInfo, len(hooks))
 	for i, h := range hooks {
 		line, _ := a.db.LineByID(h.LineID)
-		out[i] = api.WebhookInfo{ID: h.ID, Line: line.Handle, URL: h.URL, Events: h.Events, IsActive: h.IsActive,
+		out[i] = api.WebhookInfo{ID: h.ID, Line: line.Handle, Owner: h.Owner, URL: h.URL, Events: h.Events, IsActive: h.IsActive,
 			FailingSince: h.FailingSince, CreatedAt: h.CreatedAt}
 	}
 	httpapi.WriteJSON(w, http.StatusOK, httpapi.List(r.Context(), out, nil))

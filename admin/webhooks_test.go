@@ -84,8 +84,16 @@ func TestWebhooks(t *testing.T) {
 	if len(list.Data) != 1 {
 		t.Fatalf("webhooks: %+v", list.Data)
 	}
-	if w := list.Data[0]; w.ID != hookID || w.Line != mainLine || w.URL != rc.url || !w.IsActive || len(w.Events) != 2 || w.CreatedAt == 0 || w.FailingSince != 0 {
+	if w := list.Data[0]; w.ID != hookID || w.Line != mainLine || w.Owner != "" || w.URL != rc.url || !w.IsActive || len(w.Events) != 2 || w.CreatedAt == 0 || w.FailingSince != 0 {
 		t.Errorf("listed webhook %+v", w)
+	}
+	// An owner's webhook on the sandbox is listed too, with its owner.
+	if r := e.call("POST", "/v1/webhooks", map[string]any{"from": sandboxLine, "url": rc.url, "events": []string{"message.received"}}, api.OwnerHeader, "acme"); r.status != http.StatusCreated {
+		t.Fatalf("acme's webhook: %d", r.status)
+	}
+	e.call("GET", "/webhooks", nil).decode(t, &list)
+	if len(list.Data) != 2 || list.Data[1].Owner != "acme" || list.Data[1].Line != sandboxLine {
+		t.Errorf("webhooks with acme's: %+v, want acme's listed second, with its owner", list.Data)
 	}
 
 	runDispatcher(t, e, webhookOpts())

@@ -106,8 +106,11 @@ type SimGroup struct {
 
 // WebhookInfo is a webhook as `blueline webhooks list` shows it.
 type WebhookInfo struct {
-	ID           string   `json:"id"`
-	Line         string   `json:"line"`
+	ID   string `json:"id"`
+	Line string `json:"line"`
+	// Owner is the owner of the key that created it; "" for the host's
+	// operator.
+	Owner        string   `json:"owner"`
 	URL          string   `json:"url"`
 	Events       []string `json:"events"`
 	IsActive     bool     `json:"is_active"`

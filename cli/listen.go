@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -38,7 +39,10 @@ func (a *app) listenCommand() *cobra.Command {
 		Short: "Follow the daemon's events live, and forward them as signed webhooks",
 		Long: `Follow the events the daemon's webhooks get, as they happen, from a minute ago
 (or --since, Unix ms), of every line (or each --line) and of the reference
-service's four events (or each --event).
+service's four events (or each --event). On the host, as the host's
+operator, the sandbox line's events are left out, as the API keeps each to
+its owner: listen says so at the start, and --owner NAME follows that
+owner's sandbox.
 
 With --forward-to, each event is posted to that URL as a webhook delivery
 is: the same body (its delivery_id is the event's evt_ ID, its timestamp the
@@ -72,7 +76,7 @@ event seen, and says so on stderr. Ctrl-C ends listen.`,
 					p.Since = time.UnixMilli(1) // the beginning: zero would be the default
 				}
 			}
-			l := &listener{a: a, json: f.json}
+			l := &listener{a: a, json: f.json, operator: strings.TrimSpace(f.owner) == ""}
 			if forwardTo != "" {
 				u, err := url.Parse(forwardTo)
 				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -119,6 +123,7 @@ func newListenSecret() string {
 type listener struct {
 	a         *app
 	json      bool
+	operator  bool // no --owner: on the host, the host's operator
 	forwardTo string
 	secret    string
 	http      *http.Client
@@ -141,6 +146,25 @@ func (l *listener) watch(next http.RoundTripper) http.RoundTripper {
 	})
 }
 
+// sayWhatIsLeftOut says at the start that the host's operator follows no
+// sandbox: the API keeps each sandbox chat's events to its owner, and
+// listen follows what a webhook of its caller would get. Left unsaid, the
+// sandbox's traffic would just never show.
+func (l *listener) sayWhatIsLeftOut(ctx context.Context, c *apiConn, p client.EventStreamParams) {
+	if !c.local || !l.operator {
+		return // a key's owner, or --owner, follows their own sandbox
+	}
+	lines, err := c.Lines.List(ctx)
+	if err != nil {
+		return // the stream, next, says what is wrong, or waits for the daemon
+	}
+	for _, ln := range lines {
+		if ln.IsSandbox && (len(p.Lines) == 0 || slices.Contains(p.Lines, ln.Handle) || slices.Contains(p.Lines, ln.ID)) {
+			fmt.Fprintf(l.a.stderr, "listen: the sandbox line %s is left out: its events are its owners'; --owner NAME follows one owner's sandbox\n", ln.Handle)
+		}
+	}
+}
+
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
@@ -152,6 +176,7 @@ func (l *listener) run(ctx context.Context, c *apiConn, p client.EventStreamPara
 	if !c.local {
 		where = "the daemon"
 	}
+	l.sayWhatIsLeftOut(ctx, c, p)
 	if l.forwardTo != "" {
 		fmt.Fprintf(a.stderr, "listen: forwarding the events of %s to %s (Ctrl-C to stop)\n", where, l.forwardTo)
 	} else {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/blueline-app/blueline/api"
 )
 
 // apiError is an error answer of the API or the admin socket, in the
@@ -28,6 +30,20 @@ func (c *Console) call(r *http.Request, admin bool, method, path string, body, o
 	if admin {
 		h = c.opts.Admin
 	}
+	return c.serve(r, h, "", method, path, body, out)
+}
+
+// callAsOwner is the operator's call to the API acting as owner, through
+// the admin socket's handler (api.OwnerHeader): how the operator acts on
+// what the API keeps to an owner, such as the owner's sandbox webhooks.
+func (c *Console) callAsOwner(r *http.Request, owner, method, path string, body, out any) error {
+	if currentSession(r.Context()).Owner != "" {
+		return &apiError{Status: http.StatusForbidden, Message: "Only the host's operator may act as another owner."}
+	}
+	return c.serve(r, c.opts.Admin, owner, method, path, body, out)
+}
+
+func (c *Console) serve(r *http.Request, h http.Handler, owner, method, path string, body, out any) error {
 	var rd io.Reader
 	if body != nil {
 		data, err := json.Marshal(body)
@@ -43,6 +59,9 @@ func (c *Console) call(r *http.Request, admin bool, method, path string, body, o
 	req.RemoteAddr = r.RemoteAddr
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if owner != "" {
+		req.Header.Set(api.OwnerHeader, owner)
 	}
 	rec := &recorder{header: http.Header{}, status: http.StatusOK}
 	h.ServeHTTP(rec, req)

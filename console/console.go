@@ -7,14 +7,13 @@
 // or the admin socket's handlers, in process, acting for the signed-in
 // session (server.WithCaller): a session sees and may do exactly what a key
 // of its owner with every scope may. Pages are html/template rendered on
-// the server; one small script (static/console.js) adds live updates and
-// copy buttons, and everything works without it.
+// the server; one small script (static/console.js) adds live updates, copy
+// buttons and local times, and everything works without it.
 package console
 
 import (
 	"context"
 	"embed"
-	"fmt"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -234,25 +233,14 @@ func (c *Console) contentSecurityPolicy(r *http.Request) string {
 // characters (";", ",", "'") that would change the policy's meaning.
 var validHost = regexp.MustCompile(`^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$`)
 
-func formatTime(ms int64) string {
+// formatTime shows a time the same way on every page: a <time> element
+// that the script rewrites in the browser's local time, with the UTC time
+// it holds on hover (its title) and, without the script, as its text.
+func formatTime(ms int64) template.HTML {
 	if ms == 0 {
 		return "—"
 	}
-	return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05 UTC")
-}
-
-func formatAgo(now time.Time, ms int64) string {
-	if ms == 0 {
-		return "never"
-	}
-	d := now.Sub(time.UnixMilli(ms)).Round(time.Second)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds ago", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm ago", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh ago", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+	t := time.UnixMilli(ms).UTC()
+	utc := t.Format("2006-01-02 15:04:05 UTC")
+	return template.HTML(`<time datetime="` + t.Format("2006-01-02T15:04:05.000Z") + `" title="` + utc + `">` + utc + `</time>`)
 }

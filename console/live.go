@@ -63,6 +63,15 @@ func (c *Console) chatLive(w http.ResponseWriter, r *http.Request) {
 	sw := sse.Start(w, "live")
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
+	// Typing indicators are no events: the stream follows them on their
+	// own, and shows the chat again when one starts, stops or lapses. The
+	// page says whether it showed one (typing=1): a change since is shown.
+	typing, shown := c.opts.DB.TypingChanged(), ""
+	if r.URL.Query().Get("typing") != "" {
+		shown = "(the page's)"
+	}
+	lapse := time.NewTimer(time.Hour)
+	defer lapse.Stop()
 	for {
 		changed := c.opts.DB.EventsChanged()
 		events, err := c.opts.DB.Events(r.Context(), after, 1000)
@@ -83,6 +92,9 @@ func (c *Console) chatLive(w http.ResponseWriter, r *http.Request) {
 			after = e.Seq
 			touched = touched || e.ChatID == id
 		}
+		if now := typingShown(c.opts.DB.TypingIndicators(id, c.now())); now != shown {
+			touched, shown = true, now
+		}
 		if touched {
 			v, err := c.loadChat(r, id)
 			if err != nil {
@@ -102,12 +114,20 @@ func (c *Console) chatLive(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			sw.Flush()
+			next := time.Hour
+			for _, ind := range v.Typing {
+				next = min(next, time.UnixMilli(ind.UpdatedAt).Add(storage.TypingTTL).Sub(c.now()))
+			}
+			lapse.Reset(next)
 		}
 		if len(events) == 1000 {
 			continue // more are waiting
 		}
 		select {
 		case <-changed:
+		case <-typing:
+			typing = c.opts.DB.TypingChanged()
+		case <-lapse.C:
 		case <-tick.C:
 			sw.Comment("keep-alive")
 			sw.Flush()
@@ -120,4 +140,16 @@ func (c *Console) chatLive(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// typingShown is who is typing in a chat, as the page shows it: a change
+// of it is worth an update.
+func typingShown(list []storage.Indicator) string {
+	var who []string
+	for _, ind := range list {
+		if ind.IsTyping {
+			who = append(who, ind.Handle)
+		}
+	}
+	return strings.Join(who, "\n")
 }

@@ -2,11 +2,13 @@ package console_test
 
 import (
 	"context"
+	"html"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"text/template"
@@ -46,8 +48,14 @@ func (b *browser) live(chatID string) (*http.Response, *sse.Reader) {
 
 func (b *browser) openLive(chatID string) *http.Response {
 	b.e.t.Helper()
+	return b.openStream("/dashboard/chats/" + chatID + "/live")
+}
+
+// openStream opens a live stream at path, as a page's script does.
+func (b *browser) openStream(path string) *http.Response {
+	b.e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	req, _ := http.NewRequestWithContext(ctx, "GET", b.e.base+"/dashboard/chats/"+chatID+"/live", nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", b.e.base+path, nil)
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := b.client.Do(req)
 	if err != nil {
@@ -155,5 +163,57 @@ func TestLiveFraming(t *testing.T) {
 	}
 	if name := *m.Attachments[0].Filename; !strings.Contains(ev.Data, `alt="`+escape(name)+`"`) {
 		t.Errorf("the file %q shows as %q", name, ev.Data)
+	}
+}
+
+// Who is typing shows on the chat's live stream as they start, and goes
+// when they stop: typing is no event, the stream follows it on its own.
+func TestLiveTyping(t *testing.T) {
+	e := start(t, "")
+	b := e.browser()
+	b.signIn("")
+	m := e.inbound("hello", "")
+	_, r := b.live(m.ChatID)
+	shown := `<p class="typing" id="typing"><bdi>&#43;` + alice[1:] + `</bdi> is typing…</p>`
+	for _, state := range []string{"on", "off"} {
+		if err := e.adminDo("POST", "/sim/typing", api.SimTyping{Line: mainLine, From: alice, State: state}, nil); err != nil {
+			t.Fatal(err)
+		}
+		ev, err := r.Next()
+		if err != nil {
+			t.Fatalf("typing %s: %v", state, err)
+		}
+		if got := strings.Contains(ev.Data, shown); got != (state == "on") || !strings.Contains(ev.Data, ">hello</p>") {
+			t.Errorf("typing %s: the chat shows %q, want the messages and the indicator %v", state, ev.Data, state == "on")
+		}
+	}
+	// The page itself shows it too.
+	if err := e.adminDo("POST", "/sim/typing", api.SimTyping{Line: mainLine, From: alice, State: "on"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if page := b.do("GET", "/dashboard/chats/"+m.ChatID, nil).body; !strings.Contains(page, shown) {
+		t.Errorf("the chat's page does not show alice typing:\n%s", page)
+	}
+}
+
+// Someone who starts typing between the page and its live stream is shown
+// by the stream's first event.
+func TestLiveTypingBeforeTheStream(t *testing.T) {
+	e := start(t, "")
+	b := e.browser()
+	b.signIn("")
+	m := e.inbound("hello", "")
+	page := b.do("GET", "/dashboard/chats/"+m.ChatID, nil).body
+	live := regexp.MustCompile(`data-live="([^"]+)"`).FindStringSubmatch(page)
+	if live == nil || strings.Contains(page, `class="typing"`) {
+		t.Fatalf("the chat's page: no live stream, or someone typing\n%s", page)
+	}
+	if err := e.adminDo("POST", "/sim/typing", api.SimTyping{Line: mainLine, From: alice, State: "on"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	resp := b.openStream(html.UnescapeString(live[1]))
+	ev, err := sse.NewReader(resp.Body).Next()
+	if err != nil || !strings.Contains(ev.Data, `<p class="typing" id="typing">`) {
+		t.Errorf("the stream's first event: %q %v, want alice typing", ev.Data, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,18 +27,49 @@ type message struct {
 	ReplyTo   *message
 }
 
-// outboxItem is an item with what the outbox page adds: its kind and its
-// line's handle.
+// outboxItem is an item with what the outbox page adds: its kind, its
+// line's handle, who it goes to (and the conversation, when there is one
+// to open) and what it says.
 type outboxItem struct {
 	api.OutboxItem
-	Kind string
-	Line string
+	Kind      string
+	Line      string
+	Recipient string
+	ChatLink  string // the chat's ID
+	Preview   string
 }
 
-// webhookInfo is a webhook with its line's handle.
+// previewRunes is how much of a text the outbox shows.
+const previewRunes = 80
+
+// outboxPreview is what an item says, in a few words.
+func outboxPreview(it storage.OutboxItem) string {
+	text := ""
+	switch {
+	case it.Text != nil:
+		text = *it.Text
+	case it.Kind == storage.KindReaction && it.ReactionEmoji != "":
+		text = it.ReactionEmoji
+	case it.Kind == storage.KindReaction:
+		text = it.ReactionType
+	case it.GroupName != "":
+		text = it.GroupName
+	}
+	if len(it.FileIDs) > 0 {
+		text = strings.TrimSpace(fmt.Sprintf("%s (%d files)", text, len(it.FileIDs)))
+	}
+	if r := []rune(text); len(r) > previewRunes {
+		text = string(r[:previewRunes-1]) + "…"
+	}
+	return text
+}
+
+// webhookInfo is a webhook as the Webhooks page lists it: with its line's
+// handle, its owner, its state, and what its counters on the overview count.
 type webhookInfo struct {
-	api.Webhook
-	Line string
+	api.WebhookInfo
+	Waiting     int // deliveries waiting for an attempt
+	FailedToday int // failed attempts since the day before
 }
 
 func (c *Console) lines(r *http.Request) ([]api.Line, error) {
@@ -128,46 +160,29 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data := map[string]any{
-		"Lines": rows, "Workers": workers, "Queues": queues, "FailedToday": failedToday,
+		"Lines": rows, "Workers": workers, "Queues": queues, "FailedToday": failedToday, "DayAgo": dayAgo,
 		"Version": c.opts.Version, "Uptime": c.now().Sub(c.opts.Started).Round(time.Second).String(), "Started": c.opts.Started.UnixMilli(),
 		"GoVersion": runtime.Version(), "OS": runtime.GOOS + "/" + runtime.GOARCH, "Fleet": fleet,
 	}
 	if c.opts.TLS != nil {
 		data["TLS"] = c.opts.TLS()
 	}
-	// Webhook attempts: the operator's are every webhook's; an owner's,
-	// those of the webhooks the owner may see.
-	attemptsOf := []string{""}
-	if sc != nil {
-		hooks, err := c.visibleWebhooks(r, lines)
-		if err != nil {
-			c.fail(w, r, nil, err)
-			return
-		}
-		attemptsOf = attemptsOf[:0]
-		for _, h := range hooks {
-			attemptsOf = append(attemptsOf, h.ID)
-		}
-		if queues.WebhookDeliveries, err = c.opts.DB.WaitingDeliveries(ctx, attemptsOf...); err != nil {
-			c.fail(w, r, nil, err)
-			return
-		}
-		data["Queues"] = queues
+	// The webhooks' figures are the sums of the Webhooks page's rows.
+	hooks, err := c.visibleWebhooks(r, lines)
+	if err == nil {
+		err = c.countWebhooks(r, hooks, dayAgo)
 	}
-	n := 0
-	for _, id := range attemptsOf {
-		var attempts api.List[storage.Attempt]
-		if err := c.call(r, true, "GET", "/webhooks/attempts?limit=1000&webhook="+url.QueryEscape(id), nil, &attempts); err != nil {
-			c.fail(w, r, nil, err)
-			return
-		}
-		for _, a := range attempts.Data {
-			if a.At >= dayAgo && a.Error != "" {
-				n++
-			}
-		}
+	if err != nil {
+		c.fail(w, r, nil, err)
+		return
 	}
-	data["WebhookFailures"] = n
+	queues.WebhookDeliveries = 0
+	failures := 0
+	for _, h := range hooks {
+		queues.WebhookDeliveries += h.Waiting
+		failures += h.FailedToday
+	}
+	data["Queues"], data["WebhookFailures"] = queues, failures
 	c.render(w, r, http.StatusOK, "overview", nil, page{Title: "Overview", Data: data})
 }
 
@@ -226,10 +241,10 @@ func (c *Console) outboxFigures(ctx context.Context, sc *scope, dayAgo int64) (s
 		}
 	}
 	count := func(status string, since int64) (int, error) {
-		items, _, err := c.opts.DB.RecentOutbox(ctx, storage.OutboxFilter{Status: status}, "", 1000, 20000)
+		items, _, err := c.opts.DB.RecentOutbox(ctx, storage.OutboxFilter{Status: status, Since: since}, "", 1000, 20000)
 		n := 0
 		for _, it := range items {
-			if it.CreatedAt >= since && sc.sees(it.LineID, it.ChatID) {
+			if sc.sees(it.LineID, it.ChatID) {
 				n++
 			}
 		}
@@ -391,6 +406,13 @@ func (c *Console) chats(w http.ResponseWriter, r *http.Request) {
 		cur = lines[i]
 	}
 	data["Line"] = cur
+	if cur.IsSandbox && currentSession(r.Context()).Owner == "" {
+		// The API keeps each sandbox conversation to its owner: rather
+		// than its refusal, what the operator can do instead.
+		data["OwnersOnly"] = true
+		c.render(w, r, http.StatusOK, "chats", nil, p)
+		return
+	}
 	v := url.Values{"from": {cur.Handle}, "limit": {"50"}}
 	if a := q.Get("after"); a != "" {
 		v.Set("after", a)
@@ -410,7 +432,9 @@ type chatView struct {
 	Chat     api.Chat
 	Line     api.Line
 	Messages []message
-	After    uint64 // the last event included, where live updates resume
+	// Typing are the chat's members typing now.
+	Typing []api.Indicator
+	After  uint64 // the last event included, where live updates resume
 }
 
 // loadChat reads a chat through the API, so that a chat the session may
@@ -468,6 +492,11 @@ func (c *Console) loadChat(r *http.Request, id string) (chatView, error) {
 		}
 	}
 	v.Messages = msgs.Data
+	var typing api.List[api.Indicator]
+	if err := c.call(r, false, "GET", "/v1/typing?"+url.Values{"from": {l.Handle}, "to": {id}}.Encode(), nil, &typing); err != nil {
+		return v, err
+	}
+	v.Typing = slices.DeleteFunc(typing.Data, func(ind api.Indicator) bool { return !ind.IsTyping })
 	return v, nil
 }
 
@@ -516,7 +545,7 @@ func (c *Console) outbox(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	f := storage.OutboxFilter{Status: q.Get("status")}
-	data := map[string]any{"Lines": lines, "Status": f.Status, "LineHandle": q.Get("line"),
+	data := map[string]any{"Lines": lines, "Status": f.Status, "LineHandle": q.Get("line"), "Since": int64(0),
 		"Statuses": []string{storage.StatusPending, storage.StatusClaimed, storage.StatusSent, storage.StatusFailed}}
 	p := page{Title: "Outbox", Data: data}
 	if f.Status != "" && !slices.Contains(data["Statuses"].([]string), f.Status) {
@@ -533,6 +562,16 @@ func (c *Console) outbox(w http.ResponseWriter, r *http.Request) {
 		}
 		f.LineID = lines[i].ID
 	}
+	// The overview's "failed in the last day" lists those accepted since.
+	if v := q.Get("since"); v != "" {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms < 0 {
+			p.Error = "since is a time in Unix milliseconds, not " + strconv.Quote(v) + "."
+			c.render(w, r, http.StatusBadRequest, "outbox", nil, p)
+			return
+		}
+		f.Since, data["Since"] = ms, ms
+	}
 	before := q.Get("before")
 	if before != "" && !storage.IDShaped(before, "obx_") {
 		before = ""
@@ -542,21 +581,49 @@ func (c *Console) outbox(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, err)
 		return
 	}
+	operator := currentSession(r.Context()).Owner == ""
 	items := make([]outboxItem, 0, len(stored))
 	for _, it := range stored {
 		// Each item through the API: an item the session may not see (a
 		// line or sandbox of another) is left out.
 		var item outboxItem
+		l, _ := lineByID(lines, it.LineID)
+		item.Kind, item.Line = it.Kind, l.Handle
 		if err := c.call(r, false, "GET", "/v1/outbox?id="+url.QueryEscape(it.ID), nil, &item.OutboxItem); err != nil {
-			if statusOf(err) < 500 {
-				continue
+			if statusOf(err) >= 500 {
+				c.fail(w, r, nil, err)
+				return
 			}
-			c.fail(w, r, nil, err)
-			return
+			// The operator's overview counts the owners' sandbox items
+			// too: listed, so that the counts add up, but not what they
+			// say or to whom, which is the owner's.
+			if operator && l.IsSandbox {
+				item.OutboxItem = api.OutboxItem{ID: it.ID, LineID: it.LineID, Status: it.Status, Attempts: it.Attempts,
+					MaxAttempts: it.MaxAttempts, CreatedAt: it.CreatedAt}
+				if it.CompletedAt != 0 {
+					item.CompletedAt = &it.CompletedAt
+				}
+				if it.Error != "" {
+					item.Error = &it.Error
+				}
+				item.Recipient = "an owner's sandbox"
+				items = append(items, item)
+			}
+			continue
 		}
-		item.Kind = it.Kind
-		if l, ok := lineByID(lines, it.LineID); ok {
-			item.Line = l.Handle
+		item.Preview = outboxPreview(it)
+		// The item is the session's (the API showed it): so is its chat.
+		if it.ChatID != "" {
+			ch, err := c.opts.DB.ChatByID(r.Context(), it.ChatID)
+			if err != nil && !errors.Is(err, storage.ErrNotFound) {
+				c.fail(w, r, nil, err)
+				return
+			}
+			if err == nil {
+				item.Recipient, item.ChatLink = cmp.Or(ch.Name, ch.Identifier), ch.ID
+			}
+		} else if len(it.Participants) > 0 {
+			item.Recipient = strings.Join(it.Participants, ", ")
 		}
 		items = append(items, item)
 	}
@@ -564,23 +631,68 @@ func (c *Console) outbox(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "outbox", nil, p)
 }
 
-// visibleWebhooks are the active webhooks the session may see, on every
-// line it may use.
+// visibleWebhooks are the webhooks the session may see: the operator's,
+// every owner's (as `blueline webhooks list` on the host); an owner's, the
+// active ones the API lists for the owner, on every line the owner may use.
 func (c *Console) visibleWebhooks(r *http.Request, lines []api.Line) ([]webhookInfo, error) {
+	ctx := r.Context()
 	var out []webhookInfo
-	for _, l := range lines {
-		var hooks api.List[api.Webhook]
-		if err := c.call(r, false, "GET", "/v1/webhooks?from="+url.QueryEscape(l.Handle), nil, &hooks); err != nil {
-			if statusOf(err) == http.StatusForbidden {
-				continue // the sandbox, for a session with no owner
-			}
+	if currentSession(ctx).Owner == "" {
+		var all api.List[api.WebhookInfo]
+		if err := c.call(r, true, "GET", "/webhooks", nil, &all); err != nil {
 			return nil, err
 		}
-		for _, h := range hooks.Data {
-			out = append(out, webhookInfo{Webhook: h, Line: l.Handle})
+		for _, h := range all.Data {
+			out = append(out, webhookInfo{WebhookInfo: h})
+		}
+	} else {
+		for _, l := range lines {
+			var hooks api.List[api.Webhook]
+			if err := c.call(r, false, "GET", "/v1/webhooks?from="+url.QueryEscape(l.Handle), nil, &hooks); err != nil {
+				return nil, err
+			}
+			for _, h := range hooks.Data {
+				// The state the API does not show: the stored record's.
+				sh, err := c.opts.DB.WebhookByID(ctx, h.ID)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, webhookInfo{WebhookInfo: api.WebhookInfo{ID: h.ID, Line: l.Handle, Owner: sh.Owner, URL: h.URL,
+					Events: h.Events, IsActive: h.IsActive, FailingSince: sh.FailingSince, CreatedAt: h.CreatedAt}})
+			}
 		}
 	}
 	return out, nil
+}
+
+// countWebhooks fills in each webhook's deliveries waiting and attempts
+// failed since dayAgo.
+func (c *Console) countWebhooks(r *http.Request, hooks []webhookInfo, dayAgo int64) error {
+	if len(hooks) == 0 {
+		return nil
+	}
+	// The attempts are kept newest first: those of the last day lead.
+	var attempts api.List[storage.Attempt]
+	if err := c.call(r, true, "GET", "/webhooks/attempts?limit=10000", nil, &attempts); err != nil {
+		return err
+	}
+	failed := map[string]int{}
+	for _, a := range attempts.Data {
+		if a.At < dayAgo {
+			break
+		}
+		if a.Error != "" {
+			failed[a.WebhookID]++
+		}
+	}
+	for i := range hooks {
+		n, err := c.opts.DB.WaitingDeliveries(r.Context(), hooks[i].ID)
+		if err != nil {
+			return err
+		}
+		hooks[i].Waiting, hooks[i].FailedToday = n, failed[hooks[i].ID]
+	}
+	return nil
 }
 
 func (c *Console) webhooksPage(w http.ResponseWriter, r *http.Request, status int, p page) {
@@ -590,11 +702,27 @@ func (c *Console) webhooksPage(w http.ResponseWriter, r *http.Request, status in
 		return
 	}
 	hooks, err := c.visibleWebhooks(r, lines)
+	if err == nil {
+		err = c.countWebhooks(r, hooks, c.now().Add(-24*time.Hour).UnixMilli())
+	}
 	if err != nil {
 		c.fail(w, r, nil, err)
 		return
 	}
-	p.fill(map[string]any{"Webhooks": hooks, "Lines": lines, "Events": api.WebhookEvents, "StandardEvents": api.StandardEvents})
+	// The operator sees every owner's webhooks, and picks one owner's.
+	var owners []string
+	for _, h := range hooks {
+		if h.Owner != "" && !slices.Contains(owners, h.Owner) {
+			owners = append(owners, h.Owner)
+		}
+	}
+	slices.Sort(owners)
+	owner := r.URL.Query().Get("owner")
+	if owner != "" {
+		hooks = slices.DeleteFunc(hooks, func(h webhookInfo) bool { return h.Owner != owner })
+	}
+	p.fill(map[string]any{"Webhooks": hooks, "Owners": owners, "Owner": owner, "Lines": lines,
+		"Events": api.WebhookEvents, "StandardEvents": api.StandardEvents})
 	p.Title = "Webhooks"
 	c.render(w, r, status, "webhooks", nil, p)
 }
@@ -664,7 +792,12 @@ func (c *Console) webhook(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) deleteWebhook(w http.ResponseWriter, r *http.Request) {
 	h, err := c.findWebhook(r, pathValue(r, "id"))
-	if err == nil {
+	switch {
+	case err != nil:
+	case currentSession(r.Context()).Owner == "" && h.Owner != "":
+		// An owner's webhook on the sandbox is the owner's alone in the API.
+		err = c.callAsOwner(r, h.Owner, "DELETE", "/v1/webhooks", map[string]string{"id": h.ID}, nil)
+	default:
 		err = c.call(r, false, "DELETE", "/v1/webhooks", map[string]string{"id": h.ID}, nil)
 	}
 	if err != nil {

@@ -60,6 +60,10 @@ var funcs = template.FuncMap{
 	"hasPrefix": strings.HasPrefix,
 }
 
+// shared are the templates every page is parsed with: the layout, and
+// the parts more than one page shows.
+var shared = []string{"layout", "messages", "parts"}
+
 // parsePages parses each page with the layout it fills in.
 func parsePages() (map[string]*template.Template, error) {
 	names, err := fs.Glob(templateFS, "templates/*.html")
@@ -69,10 +73,14 @@ func parsePages() (map[string]*template.Template, error) {
 	pages := map[string]*template.Template{}
 	for _, n := range names {
 		base := strings.TrimSuffix(path.Base(n), ".html")
-		if base == "layout" || base == "messages" {
+		if slices.Contains(shared, base) {
 			continue
 		}
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/messages.html", n)
+		files := []string{n}
+		for _, s := range shared {
+			files = append(files, "templates/"+s+".html")
+		}
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, files...)
 		if err != nil {
 			return nil, err
 		}

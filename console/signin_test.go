@@ -3,12 +3,14 @@ package console_test
 import (
 	"bufio"
 	"fmt"
+	"html"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -355,11 +357,24 @@ func TestOwnerOverview(t *testing.T) {
 		if got := !strings.Contains(row, "<td>—</td>\n  <td>—</td>"); got != c.traffic {
 			t.Errorf("%q's overview shows the sandbox's traffic: %v, want %v\n%s", c.owner, got, c.traffic, row)
 		}
-		if !strings.Contains(page, c.waiting+",") || !strings.Contains(page, c.failed+" in the last day") {
+		if !strings.Contains(page, c.waiting+"</a>,") || !strings.Contains(page, c.failed+" in the last day") {
 			t.Errorf("%q's overview: want %q and %q\n%s", c.owner, c.waiting, c.failed, page)
+		}
+		// Each count links to the outbox's list of what it counts.
+		counts := outboxCount.FindAllStringSubmatch(page, -1)
+		if len(counts) != 3 {
+			t.Fatalf("%q's overview: outbox counts %q, want 3 links", c.owner, counts)
+		}
+		for _, m := range counts {
+			list := b.do("GET", html.UnescapeString(m[1]), nil)
+			if n := strings.Count(list.body, "<tr data-outbox="); list.status != 200 || strconv.Itoa(n) != m[2] {
+				t.Errorf("%q's overview counts %s %s; the page it links to, %s, lists %d (%d)", c.owner, m[2], m[3], m[1], n, list.status)
+			}
 		}
 	}
 }
+
+var outboxCount = regexp.MustCompile(`<a href="(/dashboard/outbox\?[^"]+)">(\d+) (waiting|being sent|failed in the last day)</a>`)
 
 // What contacts and key holders write is shown isolated, so that
 // right-to-left overrides in it cannot reorder the text around it.

@@ -34,7 +34,9 @@ func findChromium() string {
 	return ""
 }
 
-func newBrowser(t *testing.T) *browser {
+// newBrowser starts a headless Chromium; extra options (its environment,
+// say) are added to the defaults.
+func newBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) *browser {
 	t.Helper()
 	path := findChromium()
 	if path == "" {
@@ -50,6 +52,7 @@ func newBrowser(t *testing.T) *browser {
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1200, 900),
 	)
+	opts = append(opts, extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
 	t.Cleanup(func() {

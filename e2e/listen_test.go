@@ -17,6 +17,7 @@ import (
 	"github.com/blueline-app/blueline/apitest"
 	"github.com/blueline-app/blueline/cli"
 	"github.com/blueline-app/blueline/client"
+	"github.com/blueline-app/blueline/daemontest"
 	"github.com/blueline-app/blueline/testkit"
 )
 
@@ -340,5 +341,29 @@ func TestListenReportsReceiverErrors(t *testing.T) {
 	lines := l.waitLines(2)
 	if !strings.Contains(lines[0], "  500  ") || !strings.Contains(lines[0], "HTTP 500") || !strings.Contains(lines[1], "  204  ") {
 		t.Errorf("lines %q", lines)
+	}
+}
+
+// On the host, the operator's listen does not follow the sandbox (the
+// API keeps each sandbox chat's events to its owner): it says so at the
+// start, and not when an owner's listen, or one of other lines only, does.
+func TestListenSaysTheSandboxIsLeftOut(t *testing.T) {
+	td := startTestDaemon(t, "")
+	leftOut := "listen: the sandbox line " + daemontest.SandboxLine + " is left out: its events are its owners'; --owner NAME follows one owner's sandbox\n"
+	for _, c := range []struct {
+		args []string
+		says bool
+	}{
+		{nil, true},
+		{[]string{"--line", daemontest.SandboxLine}, true},
+		{[]string{"--owner", "ann"}, false},
+		{[]string{"--line", mainLine}, false},
+	} {
+		l := td.startCLI(t, append([]string{"listen"}, c.args...)...)
+		testkit.Eventually(t, 10*time.Second, func() bool { return strings.Contains(l.stderr.String(), "listen: following the events") })
+		if got := strings.Contains(l.stderr.String(), leftOut); got != c.says {
+			t.Errorf("listen %v says the sandbox is left out: %v, want %v\n%s", c.args, got, c.says, l.stderr.String())
+		}
+		l.stop()
 	}
 }

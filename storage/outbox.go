@@ -662,6 +662,7 @@ func (db *DB) PurgeIdempotency(ctx context.Context) (int, error) {
 type OutboxFilter struct {
 	LineID string
 	Status string
+	Since  int64 // accepted at or after (Unix ms); 0 for any time
 }
 
 // RecentOutbox lists up to max items matching f, newest first, starting
@@ -690,7 +691,7 @@ func (db *DB) RecentOutbox(ctx context.Context, f OutboxFilter, before string, m
 			if err := json.Unmarshal(v, &it); err != nil {
 				return err
 			}
-			if (f.LineID == "" || it.LineID == f.LineID) && (f.Status == "" || it.Status == f.Status) {
+			if (f.LineID == "" || it.LineID == f.LineID) && (f.Status == "" || it.Status == f.Status) && it.CreatedAt >= f.Since {
 				items = append(items, it)
 			}
 		}

@@ -24,9 +24,15 @@ type Indicator struct {
 // typingState holds indicators in memory only: they expire within a minute,
 // so after a restart there is nothing worth keeping.
 type typingState struct {
-	mu    sync.Mutex
-	chats map[string][]Indicator // by chat ID
+	mu      sync.Mutex
+	chats   map[string][]Indicator // by chat ID
+	changed signal
 }
+
+// TypingChanged is closed at the next change of any chat's indicators.
+// Take it before reading TypingIndicators, so that nothing in between is
+// missed.
+func (db *DB) TypingChanged() <-chan struct{} { return db.typing.changed.wait() }
 
 // SetTyping records that handle started (on) or stopped typing in a chat.
 // An indicator keeps its ID while it lasts.
@@ -47,6 +53,7 @@ func (db *DB) SetTyping(chatID, handle string, on bool, at time.Time) Indicator 
 		list[i].IsTyping, list[i].UpdatedAt = on, at.UnixMilli()
 	}
 	t.chats[chatID] = list
+	t.changed.broadcast()
 	return list[i]
 }
 
