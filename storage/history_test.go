@@ -445,19 +445,20 @@ func TestImportHistoryPages(t *testing.T) {
 		return len(listAll(t, db, c.ID, 5000))
 	}
 
-	// 13 pages, two transactions; page 4 repeats a message of page 1 (the
-	// same transaction), page 12 one of page 0 (the first transaction).
-	const pages = 13
-	if importTxSize != 10*pageSize {
-		t.Fatalf("importTxSize is %d: the pages below no longer make two transactions", importTxSize)
+	// Two transactions; page 4 repeats a message of page 1 (the same
+	// transaction), the last page one of page 0 (the first transaction).
+	txPages := importTxSize / pageSize
+	if txPages < 5 || importTxSize%pageSize != 0 {
+		t.Fatalf("importTxSize is %d: make the pages below fit it", importTxSize)
 	}
+	pages := txPages + 3
 	_, err = db.ImportHistoryPages(ctx, line.ID, func(yield func([]Inbound, error) bool) {
 		for p := range pages {
 			page := pageOf("+15551110001", p)
 			switch p {
 			case 4:
 				page[7].Message.GUID = pageOf("+15551110001", 1)[3].Message.GUID
-			case 12:
+			case pages - 1:
 				page[9].Message.GUID = pageOf("+15551110001", 0)[5].Message.GUID
 			}
 			if !yield(page, nil) {
@@ -472,11 +473,11 @@ func TestImportHistoryPages(t *testing.T) {
 		t.Errorf("stored %d messages, want %d", got, want)
 	}
 
-	// An error after 11 pages: the first transaction's 10 stay, the page
-	// taken by the second does not.
+	// An error after a transaction and a page: the first transaction's
+	// pages stay, the page taken by the second does not.
 	broken := errors.New("chat.db went away")
 	_, err = db.ImportHistoryPages(ctx, line.ID, func(yield func([]Inbound, error) bool) {
-		for p := range 11 {
+		for p := range txPages + 1 {
 			if !yield(pageOf("+15551110002", 100+p), nil) {
 				return
 			}
@@ -486,7 +487,7 @@ func TestImportHistoryPages(t *testing.T) {
 	if !errors.Is(err, broken) {
 		t.Fatalf("import ended with %v, want %v", err, broken)
 	}
-	if got, want := count("+15551110002"), 10*pageSize; got != want {
+	if got, want := count("+15551110002"), importTxSize; got != want {
 		t.Errorf("after the error: %d messages stored, want %d", got, want)
 	}
 }
