@@ -565,9 +565,10 @@ func (c *Console) outbox(w http.ResponseWriter, r *http.Request) {
 }
 
 // visibleWebhooks are the active webhooks the session may see, on every
-// line it may use.
+// line it may use; a webhook of several lines once, with their handles.
 func (c *Console) visibleWebhooks(r *http.Request, lines []api.Line) ([]webhookInfo, error) {
 	var out []webhookInfo
+	seen := map[string]int{}
 	for _, l := range lines {
 		var hooks api.List[api.Webhook]
 		if err := c.call(r, false, "GET", "/v1/webhooks?from="+url.QueryEscape(l.Handle), nil, &hooks); err != nil {
@@ -577,6 +578,11 @@ func (c *Console) visibleWebhooks(r *http.Request, lines []api.Line) ([]webhookI
 			return nil, err
 		}
 		for _, h := range hooks.Data {
+			if i, ok := seen[h.ID]; ok {
+				out[i].Line += ", " + l.Handle
+				continue
+			}
+			seen[h.ID] = len(out)
 			out = append(out, webhookInfo{Webhook: h, Line: l.Handle})
 		}
 	}

@@ -188,7 +188,7 @@ func TestWebhookConsumer(t *testing.T) {
 		}
 	}))
 	defer rc.Close()
-	hook := storage.Webhook{ID: storage.NewID("wh_"), LineID: line.ID, URL: rc.URL, Events: []string{"message.received"},
+	hook := storage.Webhook{ID: storage.NewID("wh_"), LineIDs: []string{line.ID}, URL: rc.URL, Events: []string{"message.received"},
 		Secret: secret, IsActive: true, CreatedAt: time.Now().Add(-time.Second).UnixMilli()}
 	if err := db.CreateWebhook(ctx, hook); err != nil {
 		t.Fatal(err)
