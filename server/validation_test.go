@@ -1,12 +1,14 @@
 package server_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/blueline-app/blueline/apitest"
+	"github.com/blueline-app/blueline/storage"
 )
 
 // Every response carries a request ID, in the body and the X-Request-Id header.
@@ -618,5 +620,23 @@ func TestWebhookForEveryLine(t *testing.T) {
 		if items := e.call("GET", "/v1/webhooks?from="+l, two, nil).Data(); len(items) != 0 {
 			t.Errorf("deleted, still listed on %s: %v", l, items)
 		}
+	}
+
+	// A line no longer served leaves the webhook in reach of its others.
+	kept := e.call("POST", "/v1/webhooks", two, body).Body["id"]
+	var served []storage.Line
+	for _, l := range e.lines {
+		if l.Handle != plainLine {
+			served = append(served, l)
+		}
+	}
+	if _, err := e.db.SyncLines(context.Background(), served); err != nil {
+		t.Fatal(err)
+	}
+	if items := e.call("GET", "/v1/webhooks?from="+mainLine, two, nil).Data(); len(items) != 1 || items[0]["id"] != kept {
+		t.Errorf("with %s gone, %s lists %v", plainLine, mainLine, items)
+	}
+	if r := e.call("DELETE", "/v1/webhooks", two, map[string]any{"id": kept}); r.Status != 200 {
+		t.Errorf("delete with %s gone: %d %s", plainLine, r.Status, r.Raw)
 	}
 }

@@ -174,16 +174,22 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 
 // webhookVisible reports whether the request's key may see a webhook: one
 // whose lines it can all use, created by its owner if the sandbox line is
-// among them.
+// among them. Lines no longer served do not count, so that a webhook of
+// several lines stays in reach when one of them goes.
 func (s *Server) webhookVisible(ctx context.Context, h storage.Webhook) bool {
 	key := apiKey(ctx)
+	served := 0
 	for _, id := range h.LineIDs {
 		line, ok := s.db.LineByID(id)
-		if !ok || checkLineAccess(key, line) != nil || (line.IsSandbox && h.Owner != key.Owner) {
+		if !ok {
+			continue
+		}
+		if checkLineAccess(key, line) != nil || (line.IsSandbox && h.Owner != key.Owner) {
 			return false
 		}
+		served++
 	}
-	return len(h.LineIDs) > 0
+	return served > 0
 }
 
 // lineWebhooks are the webhooks that receive line's events for the

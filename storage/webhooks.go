@@ -56,9 +56,11 @@ func (w *Webhook) UnmarshalJSON(b []byte) error {
 func (w Webhook) indexLines(lines *bolt.Bucket, del bool) error {
 	for _, l := range w.LineIDs {
 		k := join([]byte(l), []byte(w.ID))
-		err := lines.Put(k, nil)
+		var err error
 		if del {
 			err = lines.Delete(k)
+		} else {
+			err = lines.Put(k, nil)
 		}
 		if err != nil {
 			return err
