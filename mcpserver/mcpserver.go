@@ -391,9 +391,9 @@ func (t *tools) listLines(ctx context.Context, req *mcp.CallToolRequest, _ ListL
 	return nil, ListLinesOutput{Lines: lines}, nil
 }
 
-// A limit in the tools' inputs is in its bounds (checkBounds), or absent
-// and then the schema's default, which the SDK fills in.
-
+// listChats and readMessages take in.Limit as it comes: in its bounds
+// (checkBounds), or absent and then the schema's default, which the SDK
+// fills in.
 func (t *tools) listChats(ctx context.Context, req *mcp.CallToolRequest, in ListChatsInput) (*mcp.CallToolResult, ListChatsOutput, error) {
 	c, err := t.client(req.Extra)
 	if err != nil {
