@@ -157,6 +157,20 @@ func (render) EventData(d storage.Delivery, lineHandle string) (json.RawMessage,
 	return json.Marshal(map[string]any{"text": *d.Message.Text, "line_handle": lineHandle})
 }
 
+// deliver publishes db's events to n's stream and delivers them to db's
+// webhooks until the test ends, each event tried 1+retries times 50 ms
+// apart, on lanes lanes, to receivers on loopback over plain HTTP.
+func deliver(t *testing.T, n *fleet.Node, db *storage.DB, lanes, retries int) {
+	t.Helper()
+	opts := webhook.Options{Schedule: slices.Repeat([]time.Duration{50 * time.Millisecond}, retries), Timeout: 2 * time.Second, Lanes: lanes,
+		Policy: webhook.Policy{AllowHTTP: true, AllowPrivateNetworks: true}}
+	lg := slog.New(slog.DiscardHandler)
+	sender := webhook.NewSender(opts)
+	t.Cleanup(sender.Close)
+	run(t, relay.NewPublisher(n, db, lg).Run)
+	run(t, relay.NewWebhooks(n, db, render{}, sender, opts, lg).Run)
+}
+
 // A webhook's consumer delivers each event of its line and kind, signed,
 // with the delivery ID derived from the webhook and the event, the same on
 // the retry after a failure; the attempts are recorded.
@@ -194,13 +208,7 @@ func TestWebhookConsumer(t *testing.T) {
 	if err := db.CreateWebhook(ctx, hook); err != nil {
 		t.Fatal(err)
 	}
-	opts := webhook.Options{Schedule: []time.Duration{50 * time.Millisecond, 50 * time.Millisecond}, Timeout: 2 * time.Second, Lanes: 2,
-		Policy: webhook.Policy{AllowHTTP: true, AllowPrivateNetworks: true}}
-	lg := slog.New(slog.DiscardHandler)
-	sender := webhook.NewSender(opts)
-	defer sender.Close()
-	run(t, relay.NewPublisher(n, db, lg).Run)
-	run(t, relay.NewWebhooks(n, db, render{}, sender, opts, lg).Run)
+	deliver(t, n, db, 2, 2)
 	inbound(t, db, line, "one")
 	inbound(t, db, line, "two")
 	testkit.Eventually(t, 10*time.Second, func() bool {
@@ -284,13 +292,7 @@ func TestWebhookConsumerOfSeveralLines(t *testing.T) {
 	}
 	// One lane: the events come in the stream's order, so the third
 	// line's, first in it, would come first.
-	opts := webhook.Options{Schedule: []time.Duration{50 * time.Millisecond}, Timeout: 2 * time.Second, Lanes: 1,
-		Policy: webhook.Policy{AllowHTTP: true, AllowPrivateNetworks: true}}
-	lg := slog.New(slog.DiscardHandler)
-	sender := webhook.NewSender(opts)
-	defer sender.Close()
-	run(t, relay.NewPublisher(n, db, lg).Run)
-	run(t, relay.NewWebhooks(n, db, render{}, sender, opts, lg).Run)
+	deliver(t, n, db, 1, 1)
 	inbound(t, db, lines[2], "third line")
 	inbound(t, db, lines[0], "first line")
 	inbound(t, db, lines[1], "second line")
