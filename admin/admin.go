@@ -549,8 +549,12 @@ func (a *Admin) adminWebhooks(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := make([]api.WebhookInfo, len(hooks))
 	for i, h := range hooks {
-		line, _ := a.db.LineByID(h.LineID)
-		out[i] = api.WebhookInfo{ID: h.ID, Line: line.Handle, Owner: h.Owner, URL: h.URL, Events: h.Events, IsActive: h.IsActive,
+		handles := make([]string, len(h.LineIDs))
+		for j, id := range h.LineIDs {
+			line, _ := a.db.LineByID(id)
+			handles[j] = line.Handle
+		}
+		out[i] = api.WebhookInfo{ID: h.ID, Line: strings.Join(handles, ","), Owner: h.Owner, URL: h.URL, Events: h.Events, IsActive: h.IsActive,
 			FailingSince: h.FailingSince, CreatedAt: h.CreatedAt}
 	}
 	httpapi.WriteJSON(w, http.StatusOK, httpapi.List(r.Context(), out, nil))
@@ -629,7 +633,7 @@ func (a *Admin) adminTestWebhook(w http.ResponseWriter, r *http.Request) error {
 	case !slices.Contains(h.Events, event):
 		return httpapi.Invalid("event", "Webhook %s does not subscribe to %q; it subscribes to %s.", h.ID, event, strings.Join(h.Events, ", "))
 	}
-	line, _ := a.db.LineByID(h.LineID)
+	line, _ := a.db.LineByID(h.LineIDs[0])
 	data, err := a.api.EventData(sampleDelivery(event, line, time.Now().UnixMilli()), line.Handle)
 	if err != nil {
 		return err

@@ -106,7 +106,9 @@ type SimGroup struct {
 
 // WebhookInfo is a webhook as `blueline webhooks list` shows it.
 type WebhookInfo struct {
-	ID   string `json:"id"`
+	ID string `json:"id"`
+	// Line is its line's handle; the handles, comma-separated, of a
+	// webhook of several lines.
 	Line string `json:"line"`
 	// Owner is the owner of the key that created it; "" for the host's
 	// operator.

@@ -196,10 +196,12 @@ func (a *app) reactCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "react MESSAGE_ID TYPE --to HANDLE_OR_CHAT [--from HANDLE] [--remove]",
 		Short: "Send a tapback on a message",
-		Long: `Send a tapback (love, like, dislike, laugh, emphasize or question) on a message
-(msg_… or GUID) of the chat --to names; --remove takes it back. The line needs
-advanced features. Prints the outbox item (pending).`,
+		Long: `Send a tapback (love, like, dislike, laugh, emphasize or question, or one emoji
+such as 🎉 for an emoji tapback) on a message (msg_… or GUID) of the chat --to
+names; --remove takes it back. The line needs advanced features. Prints the
+outbox item (pending).`,
 		Example: `  blueline react msg_… love --to +15551234567 --from +15550000001
+  blueline react msg_… 🎉 --to +15551234567 --from +15550000001
   blueline react msg_… love --to +15551234567 --from +15550000001 --remove --json`,
 		Args: exactArgs(2, "MESSAGE_ID and TYPE"),
 		RunE: a.apiRun(&f, func(ctx context.Context, c *apiConn, args []string) error {

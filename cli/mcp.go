@@ -55,7 +55,7 @@ and the sandbox's daily quota.`,
 				}
 				opts.RequestsPerHour, opts.SandboxQuota = cfg.Limits.RequestsPerHour, cfg.Sandbox.DailyQuota
 			}
-			opts.Client = func(*mcp.CallToolRequest) (*client.Client, error) { return conn.Client, nil }
+			opts.Client = func(*mcp.RequestExtra) (*client.Client, error) { return conn.Client, nil }
 			t := &mcp.IOTransport{Reader: io.NopCloser(cmd.InOrStdin()), Writer: nopWriteCloser{a.stdout}}
 			err = mcpserver.New(opts).Run(cmd.Context(), t)
 			if errors.Is(err, mcp.ErrConnectionClosed) || cmd.Context().Err() != nil {

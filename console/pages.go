@@ -633,7 +633,8 @@ func (c *Console) outbox(w http.ResponseWriter, r *http.Request) {
 
 // visibleWebhooks are the webhooks the session may see: the operator's,
 // every owner's (as `blueline webhooks list` on the host); an owner's, the
-// active ones the API lists for the owner, on every line the owner may use.
+// active ones the API lists for the owner, on every line the owner may use
+// (a webhook of several lines once, with their handles).
 func (c *Console) visibleWebhooks(r *http.Request, lines []api.Line) ([]webhookInfo, error) {
 	ctx := r.Context()
 	var out []webhookInfo
@@ -646,12 +647,18 @@ func (c *Console) visibleWebhooks(r *http.Request, lines []api.Line) ([]webhookI
 			out = append(out, webhookInfo{WebhookInfo: h})
 		}
 	} else {
+		seen := map[string]int{}
 		for _, l := range lines {
 			var hooks api.List[api.Webhook]
 			if err := c.call(r, false, "GET", "/v1/webhooks?from="+url.QueryEscape(l.Handle), nil, &hooks); err != nil {
 				return nil, err
 			}
 			for _, h := range hooks.Data {
+				if i, ok := seen[h.ID]; ok {
+					out[i].Line += "," + l.Handle
+					continue
+				}
+				seen[h.ID] = len(out)
 				// The state the API does not show: the stored record's.
 				sh, err := c.opts.DB.WebhookByID(ctx, h.ID)
 				if err != nil {

@@ -258,6 +258,21 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Errorf("the redelivery carries delivery %q, want the first one's %q", got, want)
 	}
 
+	// A webhook of every line the key may use (the reference CLI's
+	// `webhooks create` without --line) is one row, with its lines.
+	every := td.call("POST", "/v1/webhooks", key, map[string]any{"from": "", "url": rc.Server.URL + "/every", "events": []string{"message.received"}})
+	if every.Status != 201 {
+		t.Fatalf("a webhook of every line: %d %s", every.Status, every.Raw)
+	}
+	id := every.Body["id"].(string)
+	b.do("list the webhooks", chromedp.Navigate(td.base+"/dashboard/webhooks"), chromedp.WaitVisible(chromedp.CSS(`tr[data-webhook="`+id+`"]`)))
+	if rows := b.text("the webhooks", "main table tbody"); strings.Count(rows, id) != 1 {
+		t.Errorf("the webhook of every line is listed %d times:\n%s", strings.Count(rows, id), rows)
+	}
+	if got := b.text("its lines", `tr[data-webhook="`+id+`"] td:nth-child(2)`); !strings.Contains(got, mainLine) || !strings.Contains(got, plainLine) {
+		t.Errorf("its lines show %q, want %s and %s among them", got, mainLine, plainLine)
+	}
+
 	// The key, revoked, is refused.
 	b.do("revoke the key",
 		chromedp.Navigate(td.base+"/dashboard/keys"),

@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"slices"
 	"testing"
 
+	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/apitest"
 	"github.com/blueline-app/blueline/daemontest"
 )
@@ -97,5 +99,26 @@ func TestFleetSDKThroughAnotherNode(t *testing.T) {
 		b.call("POST", "/v1/messages", key, map[string]any{"from": line, "to": carol, "text": "not first"}),
 	} {
 		assertConforms(t, "error", r, sdkError)
+	}
+}
+
+// In a fleet, a webhook with an empty from (the reference CLI's `webhooks
+// create` without --line) covers the lines of the node that answers it.
+func TestFleetWebhookForEveryLine(t *testing.T) {
+	raw := daemontest.Fleet(t, 3, "")
+	nodes := fleetTestDaemons(t, raw)
+	key := daemontest.FleetKey(t, raw, api.KeyRequest{Label: "every line"})
+	r := nodes[1].call("POST", "/v1/webhooks", key, map[string]any{"from": "", "url": "https://93.184.215.14/hook", "events": []string{"message.received"}})
+	if r.Status != 201 {
+		t.Fatalf("POST /v1/webhooks through B: %d %s", r.Status, r.Raw)
+	}
+	var want []any
+	for _, l := range nodes[1].call("GET", "/v1/lines", key, nil).Data() {
+		if l["handle"] == daemontest.FleetLine(1) {
+			want = append(want, l["id"])
+		}
+	}
+	if got := r.Body["line_ids"].([]any); len(want) != 1 || !slices.Equal(got, want) {
+		t.Errorf("line_ids %v, want B's line %v", got, want)
 	}
 }

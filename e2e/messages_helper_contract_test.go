@@ -168,6 +168,16 @@ func TestMessagesHelperThatDeclaresMore(t *testing.T) {
 	if f := helper.next(t); f["action"] != "send-reaction" || f["data"].(map[string]any)["reactionType"] != "emoji" {
 		t.Fatalf("frame %v, want an emoji send-reaction", f)
 	}
+	// The reference CLI's `react MSG 👍🏽` sends the emoji as the type: the
+	// same emoji tapback reaches the helper.
+	r = td.call("POST", "/v1/reactions", key, map[string]any{"from": macLine, "to": alice, "message_id": first, "type": "👍🏽"})
+	if r.Status != 201 {
+		t.Fatalf("emoji as the type: %d %s", r.Status, r.Raw)
+	}
+	td.waitOutbox(key, r.Body["id"].(string))
+	if f := helper.next(t); f["action"] != "send-reaction" || f["data"].(map[string]any)["reactionType"] != "emoji" || f["data"].(map[string]any)["emoji"] != "👍🏽" {
+		t.Fatalf("frame %v, want an emoji send-reaction of 👍🏽", f)
+	}
 	app.checkRuns(t)
 }
 

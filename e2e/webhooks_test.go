@@ -211,6 +211,41 @@ func TestWebhookEvents(t *testing.T) {
 	}
 }
 
+// The reference CLI's `webhooks create` without --line sends from "": one
+// webhook, in the SDK's shape, gets the events of every line the key may
+// use, and only those.
+func TestWebhookForEveryLine(t *testing.T) {
+	rc := newReceiver(t, nil)
+	td := startTestDaemon(t, webhookConfig(t, rc, ""))
+	key := td.key("--lines", mainLine+","+smsLine)
+	hook := td.call("POST", "/v1/webhooks", key, map[string]any{"from": "", "url": rc.Server.URL + "/hook", "events": []string{"message.received"}})
+	if hook.Status != 201 {
+		t.Fatalf("POST /v1/webhooks: %d %s", hook.Status, hook.Raw)
+	}
+	assertConforms(t, "POST /v1/webhooks", hook, sdkWebhook)
+	if ids := hook.Body["line_ids"].([]any); len(ids) != 2 {
+		t.Fatalf("line_ids %v, want the key's two lines", ids)
+	}
+	rc.SetSecret(hook.Body["secret"].(string))
+	td.inbound(mainLine, alice, "on the main line")
+	td.inbound(plainLine, alice, "on the plain line")
+	td.inbound(smsLine, alice, "on the sms line")
+	// Chats are delivered side by side, so in any order. (That none is
+	// queued for the plain line is storage's test: deliveries are queued
+	// with their message.)
+	got := rc.waitRequests(2)
+	var handles []string
+	for _, g := range got {
+		if g.Err != nil {
+			t.Fatalf("delivery does not verify: %v\n%s", g.Err, g.Raw)
+		}
+		handles = append(handles, g.Data()["line_handle"].(string))
+	}
+	if slices.Sort(handles); !slices.Equal(handles, []string{mainLine, smsLine}) {
+		t.Fatalf("deliveries for %v, want %s and %s", handles, mainLine, smsLine)
+	}
+}
+
 // Failures and timeouts are retried with the same delivery ID, each attempt
 // signed afresh; the operator sees every attempt and can send one again.
 // The retry policy itself (fresh signatures, the same delivery ID, late

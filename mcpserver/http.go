@@ -71,10 +71,10 @@ func NewHandler(opts HandlerOptions) *Handler {
 		}
 	}
 	srv := New(Options{
-		Client: func(req *mcp.CallToolRequest) (*client.Client, error) {
+		Client: func(extra *mcp.RequestExtra) (*client.Client, error) {
 			key := ""
-			if req.Extra != nil && req.Extra.Header != nil {
-				_, key, _ = strings.Cut(req.Extra.Header.Get("Authorization"), " ")
+			if extra != nil && extra.Header != nil {
+				_, key, _ = strings.Cut(extra.Header.Get("Authorization"), " ")
 			}
 			if key == "" {
 				return nil, errors.New("no API key: send Authorization: Bearer sk_live_…")

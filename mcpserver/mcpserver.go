@@ -2,7 +2,9 @@
 // the official Go SDK): the tools an AI agent needs to hold a conversation
 // on a line — list lines and chats, read a chat, send (text, an attachment,
 // a reply), react, show typing, mark read, check an outbox item, and wait
-// for the contact's next message.
+// for the contact's next message — and, as a resource (blueline://lines)
+// and a prompt (lines), the lines the key may use and which tools work on
+// each, so that an agent knows before it tries.
 //
 // Every tool acts through Blueline's HTTP API with the typed client
 // (package client), so an agent is held to exactly what its key may do:
@@ -15,8 +17,13 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,8 +36,10 @@ import (
 
 // Options configure the MCP server.
 type Options struct {
-	// Client returns the API client a tool call acts through (required).
-	Client func(req *mcp.CallToolRequest) (*client.Client, error)
+	// Client returns the API client a request (a tool call, a read of a
+	// resource, a prompt) acts through, given its extra: the HTTP request's
+	// header over /mcp (required).
+	Client func(extra *mcp.RequestExtra) (*client.Client, error)
 	// Check, when set, is asked before send_message fetches an
 	// attachment's URL (or reads a local file) whether the call's key may
 	// make requests that need scopes now: its refusal (an API error, as
@@ -61,10 +70,16 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Limits on the wait tool's timeout, in seconds.
+// Limits on the wait tool's timeout, in seconds: 0 does not wait.
 const (
 	DefaultWaitSeconds = 30
 	MaxWaitSeconds     = 300
+)
+
+// Limits on a page of list_chats and read_messages: the API's.
+const (
+	defaultLimit = 20
+	maxLimit     = 100
 )
 
 // New returns the MCP server with Blueline's tools.
@@ -78,7 +93,9 @@ func New(opts Options) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "blueline", Title: "Blueline", Version: opts.Version},
 		&mcp.ServerOptions{Instructions: instructions(opts), Capabilities: &mcp.ServerCapabilities{}})
 	t := &tools{opts: opts}
+	s.AddReceivingMiddleware(checkBounds)
 	t.add(s)
+	t.addLines(s)
 	return s
 }
 
@@ -111,12 +128,12 @@ func rules(opts Options) string {
 
 type tools struct{ opts Options }
 
-// client is the API client of a call.
-func (t *tools) client(req *mcp.CallToolRequest) (*client.Client, error) {
+// client is the API client of a request, given its extra.
+func (t *tools) client(extra *mcp.RequestExtra) (*client.Client, error) {
 	if t.opts.Client == nil {
 		return nil, errors.New("no Blueline API client configured")
 	}
-	return t.opts.Client(req)
+	return t.opts.Client(extra)
 }
 
 // apiError is an error as the tool's result says it: the API's code and
@@ -177,7 +194,7 @@ type (
 
 	ListChatsInput struct {
 		Line   string `json:"line" jsonschema:"the line: its handle or ln_ ID, as list_lines shows it"`
-		Limit  int    `json:"limit,omitempty" jsonschema:"how many chats, 1 to 100 (default 20)"`
+		Limit  int    `json:"limit,omitempty" jsonschema:"how many chats"`
 		Cursor string `json:"cursor,omitempty" jsonschema:"next_cursor of the previous call, for the next page"`
 	}
 	ListChatsOutput struct {
@@ -188,7 +205,7 @@ type (
 	ReadMessagesInput struct {
 		Line   string `json:"line" jsonschema:"the line: its handle or ln_ ID"`
 		Chat   string `json:"chat" jsonschema:"the chat: the contact's handle (e.g. +15551230001) or a cht_ chat ID from list_chats"`
-		Limit  int    `json:"limit,omitempty" jsonschema:"how many of the most recent messages, 1 to 100 (default 20)"`
+		Limit  int    `json:"limit,omitempty" jsonschema:"how many of the most recent messages"`
 		Before string `json:"before,omitempty" jsonschema:"older_cursor of the previous call, for older messages"`
 	}
 	ReadMessagesOutput struct {
@@ -210,7 +227,8 @@ type (
 		Line      string `json:"line" jsonschema:"the line: its handle or ln_ ID"`
 		Chat      string `json:"chat" jsonschema:"the chat: the contact's handle or a cht_ chat ID"`
 		MessageID string `json:"message_id" jsonschema:"the message to react to: its msg_ ID or GUID"`
-		Type      string `json:"type" jsonschema:"the tapback"`
+		Type      string `json:"type,omitempty" jsonschema:"the tapback: one of the six classic ones, emoji (with emoji), or one emoji itself (e.g. 🎉), which is the emoji tapback of that emoji"`
+		Emoji     string `json:"emoji,omitempty" jsonschema:"an emoji tapback: exactly one emoji (e.g. 🎉 or 👍🏽); type may then be omitted. Needs the line's emoji_reactions capability (see list_lines) and an iMessage chat"`
 		Remove    bool   `json:"remove,omitempty" jsonschema:"take the line's tapback of this type back"`
 	}
 
@@ -232,7 +250,7 @@ type (
 	WaitInput struct {
 		Line           string `json:"line" jsonschema:"the line: its handle or ln_ ID"`
 		Chat           string `json:"chat,omitempty" jsonschema:"the chat: the contact's handle or a cht_ chat ID; omitted waits for any chat of the line"`
-		TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"how long to wait, 1 to 300 seconds (default 30)"`
+		TimeoutSeconds *int   `json:"timeout_seconds,omitempty" jsonschema:"how long to wait for a message, in seconds; 0 does not wait: it answers at once with a message already there after the cursor, or timed_out"`
 		Cursor         string `json:"cursor,omitempty" jsonschema:"the cursor of the previous wait_for_message, or the wait_cursor of read_messages: the wait then starts where that call left off, so no message is missed in between; omitted starts now"`
 	}
 	WaitOutput struct {
@@ -242,18 +260,72 @@ type (
 	}
 )
 
-// schemaWithEnums infers T's schema and restricts the named properties to
-// the given values.
-func schemaWithEnums[T any](enums map[string][]any) *jsonschema.Schema {
+// intRange is an integer argument's bounds and default.
+type intRange struct{ min, max, def int }
+
+// bounded are the tools' integer arguments that have bounds, by tool and
+// argument: the API's for a page, the wait's own for a timeout.
+var bounded = map[string]map[string]intRange{
+	"list_chats":       {"limit": {1, maxLimit, defaultLimit}},
+	"read_messages":    {"limit": {1, maxLimit, defaultLimit}},
+	"wait_for_message": {"timeout_seconds": {0, MaxWaitSeconds, DefaultWaitSeconds}},
+}
+
+// check refuses a value out of r, in words an agent can act on.
+func (r intRange) check(name string, raw json.RawMessage) error {
+	var n float64
+	if json.Unmarshal(raw, &n) != nil || n != math.Trunc(n) || n < float64(r.min) || n > float64(r.max) {
+		return fmt.Errorf("%s must be an integer from %d to %d (default %d), not %s", name, r.min, r.max, r.def, raw)
+	}
+	return nil
+}
+
+// checkBounds answers a tool call with an argument out of its bounds with
+// a plain tool error ("limit must be an integer from 1 to 100 …"), before
+// the SDK's schema validation would in its own words.
+func checkBounds(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		p, ok := req.GetParams().(*mcp.CallToolParamsRaw)
+		var args map[string]json.RawMessage
+		if ok && json.Unmarshal(p.Arguments, &args) == nil {
+			for _, name := range slices.Sorted(maps.Keys(bounded[p.Name])) {
+				if raw, ok := args[name]; ok && string(raw) != "null" {
+					if err := bounded[p.Name][name].check(name, raw); err != nil {
+						var res mcp.CallToolResult
+						res.SetError(err)
+						return &res, nil
+					}
+				}
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// inputSchema infers the schema of tool's input T, states its bounds, and
+// lets adjust state what else inference cannot (values), so that a client
+// sees the checks the tool makes before it calls.
+func inputSchema[T any](tool string, adjust func(props map[string]*jsonschema.Schema)) *jsonschema.Schema {
 	s, err := jsonschema.For[T](nil)
 	if err != nil {
 		panic(err) // the tool types are fixed: a failure is a bug
 	}
-	for name, values := range enums {
-		s.Properties[name].Enum = values
+	for name, r := range bounded[tool] {
+		p := s.Properties[name]
+		p.Minimum, p.Maximum = new(float64(r.min)), new(float64(r.max))
+		p.Default = json.RawMessage(strconv.Itoa(r.def))
+		p.Description += fmt.Sprintf(", %d to %d (default %d)", r.min, r.max, r.def)
+	}
+	if adjust != nil {
+		adjust(s.Properties)
 	}
 	return s
 }
+
+// oneEmojiPattern admits what may be one emoji, as the API's own check
+// (exactly one emoji) refines: a keycap, or characters outside printable
+// ASCII, so that a word such as "wow" is refused by the schema already.
+const oneEmojiPattern = "^([0-9#*]\uFE0F?\u20E3|[^ -~]+)$"
 
 func readOnly() *mcp.ToolAnnotations {
 	return &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)}
@@ -267,22 +339,28 @@ func (t *tools) add(s *mcp.Server) {
 	r := rules(t.opts)
 	mcp.AddTool(s, &mcp.Tool{Name: "list_lines", Annotations: readOnly(),
 		Description: "List the lines this key may use (the sandbox line included): each line's handle is what the other tools take as line. " +
-			"advanced_features tells whether it can react, show typing and mark read."}, t.listLines)
-	mcp.AddTool(s, &mcp.Tool{Name: "list_chats", Annotations: readOnly(),
+			"capabilities tells, per feature (reactions, emoji_reactions, typing, receipts, …), whether it works now and if not why; " +
+			"the " + linesURI + " resource says the same as which tools work on which line."}, t.listLines)
+	mcp.AddTool(s, &mcp.Tool{Name: "list_chats", Annotations: readOnly(), InputSchema: inputSchema[ListChatsInput]("list_chats", nil),
 		Description: "List a line's chats, most recent first. has_received_inbound tells whether the contact has written first, " +
 			"which a send needs (contact-first rule)."}, t.listChats)
-	mcp.AddTool(s, &mcp.Tool{Name: "read_messages", Annotations: readOnly(),
+	mcp.AddTool(s, &mcp.Tool{Name: "read_messages", Annotations: readOnly(), InputSchema: inputSchema[ReadMessagesInput]("read_messages", nil),
 		Description: "Read a chat's most recent messages, oldest first. is_from_me is true for the line's own. " +
 			"Pass wait_cursor to wait_for_message to be told of anything arriving after this read."}, t.readMessages)
 	mcp.AddTool(s, &mcp.Tool{Name: "send_message", Annotations: writes(),
 		Description: "Send a text message (optionally one attachment, optionally as a reply) from a line. " +
 			"The answer is an outbox item, pending: delivery is asynchronous (get_outbox_item tells when it is sent). " + r}, t.sendMessage)
 	mcp.AddTool(s, &mcp.Tool{Name: "react", Annotations: writes(),
-		InputSchema: schemaWithEnums[ReactInput](map[string][]any{"type": {"love", "like", "dislike", "laugh", "emphasize", "question"}}),
-		Description: "Add (or remove) a tapback on a message of a chat. Needs a line with advanced features. " +
+		InputSchema: inputSchema[ReactInput]("react", func(p map[string]*jsonschema.Schema) {
+			p["type"].AnyOf = []*jsonschema.Schema{
+				{Enum: []any{"love", "like", "dislike", "laugh", "emphasize", "question", "emoji"}}, {Pattern: oneEmojiPattern}}
+			p["emoji"].Pattern = oneEmojiPattern
+		}),
+		Description: "Add (or remove) a tapback on a message of a chat: a classic one (type), or an emoji tapback (emoji, e.g. 🎉). " +
+			"Needs a line with advanced features (emoji tapbacks: the emoji_reactions capability). " +
 			"Follows the same contact-first rule and limits as send_message, but does not count against the sandbox quota."}, t.react)
 	mcp.AddTool(s, &mcp.Tool{Name: "set_typing", Annotations: writes(),
-		InputSchema: schemaWithEnums[TypingInput](map[string][]any{"state": {"on", "off"}}),
+		InputSchema: inputSchema[TypingInput]("set_typing", func(p map[string]*jsonschema.Schema) { p["state"].Enum = []any{"on", "off"} }),
 		Description: "Show or hide the line's typing indicator in a chat, e.g. while composing a long answer. " +
 			"Needs a line with advanced features; contact-first applies."}, t.setTyping)
 	mcp.AddTool(s, &mcp.Tool{Name: "mark_read", Annotations: writes(),
@@ -291,14 +369,15 @@ func (t *tools) add(s *mcp.Server) {
 		Description: "Check a send (or reaction, typing, read receipt) on its way out: pending, claimed, sent or failed (with the error). " +
 			"Do not poll it in a tight loop: every call counts against the key's request limit."}, t.getOutbox)
 	mcp.AddTool(s, &mcp.Tool{Name: "wait_for_message", Annotations: readOnly(),
-		Description: "Wait for the next message a contact writes in a chat (or in any chat of the line), up to timeout_seconds. " +
+		InputSchema: inputSchema[WaitInput]("wait_for_message", nil),
+		Description: "Wait for the next message a contact writes in a chat (or in any chat of the line), up to timeout_seconds (0: do not wait, only check). " +
 			"Only messages contacts wrote are returned, never the line's own. Pass the cursor of the previous call " +
 			"(or read_messages' wait_cursor) so nothing that arrived between calls is missed. On timed_out, wait again or stop; " +
 			"answering is up to you, once per message. Needs a key with the webhooks:read and messages:read scopes (it follows the API's event stream, one of the key's few streams while it waits)."}, t.wait)
 }
 
 func (t *tools) listLines(ctx context.Context, req *mcp.CallToolRequest, _ ListLinesInput) (*mcp.CallToolResult, ListLinesOutput, error) {
-	c, err := t.client(req)
+	c, err := t.client(req.Extra)
 	if err != nil {
 		return nil, ListLinesOutput{}, err
 	}
@@ -312,27 +391,15 @@ func (t *tools) listLines(ctx context.Context, req *mcp.CallToolRequest, _ ListL
 	return nil, ListLinesOutput{Lines: lines}, nil
 }
 
-// limit checks a page size, defaulting to 20.
-func limit(n int) (int, error) {
-	switch {
-	case n == 0:
-		return 20, nil
-	case n < 1 || n > 100:
-		return 0, fmt.Errorf("limit must be 1 to 100, not %d", n)
-	}
-	return n, nil
-}
-
+// listChats and readMessages take in.Limit as it comes: in its bounds
+// (checkBounds), or absent and then the schema's default, which the SDK
+// fills in.
 func (t *tools) listChats(ctx context.Context, req *mcp.CallToolRequest, in ListChatsInput) (*mcp.CallToolResult, ListChatsOutput, error) {
-	n, err := limit(in.Limit)
+	c, err := t.client(req.Extra)
 	if err != nil {
 		return nil, ListChatsOutput{}, err
 	}
-	c, err := t.client(req)
-	if err != nil {
-		return nil, ListChatsOutput{}, err
-	}
-	page, err := c.Chats.ListPage(ctx, client.ChatListParams{From: in.Line, Limit: n, Cursor: in.Cursor})
+	page, err := c.Chats.ListPage(ctx, client.ChatListParams{From: in.Line, Limit: in.Limit, Cursor: in.Cursor})
 	if err != nil {
 		return nil, ListChatsOutput{}, apiError(err)
 	}
@@ -344,18 +411,14 @@ func (t *tools) listChats(ctx context.Context, req *mcp.CallToolRequest, in List
 }
 
 func (t *tools) readMessages(ctx context.Context, req *mcp.CallToolRequest, in ReadMessagesInput) (*mcp.CallToolResult, ReadMessagesOutput, error) {
-	n, err := limit(in.Limit)
-	if err != nil {
-		return nil, ReadMessagesOutput{}, err
-	}
-	c, err := t.client(req)
+	c, err := t.client(req.Extra)
 	if err != nil {
 		return nil, ReadMessagesOutput{}, err
 	}
 	// The wait cursor starts before the read: what arrives during it is
 	// either in the page (and skipped by the wait) or after it.
 	start := t.opts.Now()
-	page, err := c.Messages.ListPage(ctx, client.MessageListParams{From: in.Line, To: in.Chat, Limit: n, Cursor: in.Before})
+	page, err := c.Messages.ListPage(ctx, client.MessageListParams{From: in.Line, To: in.Chat, Limit: in.Limit, Cursor: in.Before})
 	if err != nil {
 		return nil, ReadMessagesOutput{}, apiError(err)
 	}
@@ -370,7 +433,7 @@ func (t *tools) sendMessage(ctx context.Context, req *mcp.CallToolRequest, in Se
 	if strings.TrimSpace(in.Text) == "" && in.Attachment == "" {
 		return nil, Outbox{}, errors.New("give text, an attachment, or both")
 	}
-	c, err := t.client(req)
+	c, err := t.client(req.Extra)
 	if err != nil {
 		return nil, Outbox{}, err
 	}
@@ -396,11 +459,17 @@ func (t *tools) sendMessage(ctx context.Context, req *mcp.CallToolRequest, in Se
 }
 
 func (t *tools) react(ctx context.Context, req *mcp.CallToolRequest, in ReactInput) (*mcp.CallToolResult, Outbox, error) {
-	c, err := t.client(req)
+	c, err := t.client(req.Extra)
 	if err != nil {
 		return nil, Outbox{}, err
 	}
-	item, err := c.Reactions.Send(ctx, client.ReactionSendParams{From: in.Line, To: in.Chat, MessageID: in.MessageID, Type: in.Type, Remove: in.Remove})
+	if in.Type == "" && in.Emoji != "" {
+		in.Type = client.ReactionEmoji
+	}
+	if in.Type == "" {
+		return nil, Outbox{}, errors.New("give type (a tapback), or emoji for an emoji tapback")
+	}
+	item, err := c.Reactions.Send(ctx, client.ReactionSendParams{From: in.Line, To: in.Chat, MessageID: in.MessageID, Type: in.Type, Emoji: in.Emoji, Remove: in.Remove})
 	if err != nil {
 		return nil, Outbox{}, apiError(err)
 	}
@@ -408,7 +477,7 @@ func (t *tools) react(ctx context.Context, req *mcp.CallToolRequest, in ReactInp
 }
 
 func (t *tools) setTyping(ctx context.Context, req *mcp.CallToolRequest, in TypingInput) (*mcp.CallToolResult, Outbox, error) {
-	c, err := t.client(req)
+	c, err := t.client(req.Extra)
 	if err != nil {
 		return nil, Outbox{}, err
 	}
@@ -420,7 +489,7 @@ func (t *tools) setTyping(ctx context.Context, req *mcp.CallToolRequest, in Typi
 }
 
 func (t *tools) markRead(ctx context.Context, req *mcp.CallToolRequest, in MarkReadInput) (*mcp.CallToolResult, Outbox, error) {
-	c, err := t.client(req)
+	c, err := t.client(req.Extra)
 	if err != nil {
 		return nil, Outbox{}, err
 	}
@@ -432,7 +501,7 @@ func (t *tools) markRead(ctx context.Context, req *mcp.CallToolRequest, in MarkR
 }
 
 func (t *tools) getOutbox(ctx context.Context, req *mcp.CallToolRequest, in GetOutboxInput) (*mcp.CallToolResult, Outbox, error) {
-	c, err := t.client(req)
+	c, err := t.client(req.Extra)
 	if err != nil {
 		return nil, Outbox{}, err
 	}

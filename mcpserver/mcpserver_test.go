@@ -87,7 +87,7 @@ func (td *testDaemon) httpAgent(key string, progress *atomic.Int32) *mcp.ClientS
 func (td *testDaemon) stdioAgent(opts mcpserver.Options) *mcp.ClientSession {
 	td.t.Helper()
 	api := client.New(adminsock.BaseURL, client.WithHTTPClient(td.Admin().HTTPClient()))
-	opts.Client = func(*mcp.CallToolRequest) (*client.Client, error) { return api, nil }
+	opts.Client = func(*mcp.RequestExtra) (*client.Client, error) { return api, nil }
 	srv := mcpserver.New(opts)
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := srv.Connect(td.t.Context(), st, nil)

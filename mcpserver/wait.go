@@ -60,22 +60,30 @@ func readCursor(start time.Time, msgs []api.Message) string {
 	return c.String()
 }
 
+// noWaitGrace bounds a wait with timeout_seconds 0, which reads what the
+// stream already holds after its cursor: the stream does not say when it
+// has sent all of that, so the read ends at the first event newer than the
+// call, or after this long. A message it misses is not lost: the cursor
+// it answers is before it.
+const noWaitGrace = 2 * time.Second
+
 func (t *tools) wait(ctx context.Context, req *mcp.CallToolRequest, in WaitInput) (*mcp.CallToolResult, WaitOutput, error) {
-	timeout := time.Duration(in.TimeoutSeconds) * time.Second
-	switch {
-	case in.TimeoutSeconds == 0:
-		timeout = DefaultWaitSeconds * time.Second
-	case in.TimeoutSeconds < 1 || in.TimeoutSeconds > MaxWaitSeconds:
-		return nil, WaitOutput{}, errors.New("timeout_seconds must be 1 to 300")
+	seconds := DefaultWaitSeconds // null (absent is the schema's default)
+	if in.TimeoutSeconds != nil {
+		seconds = *in.TimeoutSeconds // in its bounds (checkBounds)
 	}
-	start := waitCursor{Since: t.opts.Now().UnixMilli()}
+	timeout, now := time.Duration(seconds)*time.Second, t.opts.Now()
+	if seconds == 0 {
+		timeout = noWaitGrace
+	}
+	start := waitCursor{Since: now.UnixMilli()}
 	if in.Cursor != "" {
 		var err error
 		if start, err = parseCursor(in.Cursor); err != nil {
 			return nil, WaitOutput{}, err
 		}
 	}
-	c, err := t.client(req)
+	c, err := t.client(req.Extra)
 	if err != nil {
 		return nil, WaitOutput{}, err
 	}
@@ -89,6 +97,10 @@ func (t *tools) wait(ctx context.Context, req *mcp.CallToolRequest, in WaitInput
 		if chatID == "" {
 			contact, _ = handle.Normalize(in.Chat)
 		}
+	}
+	if seconds == 0 && in.Cursor == "" {
+		// Nothing can have come after a wait that starts now.
+		return nil, WaitOutput{TimedOut: true, Cursor: start.String()}, nil
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -108,7 +120,9 @@ func (t *tools) wait(ctx context.Context, req *mcp.CallToolRequest, in WaitInput
 	} else {
 		params.Since = time.UnixMilli(start.Since)
 	}
-	t.progress(ctx, req, timeout)
+	if seconds > 0 {
+		t.progress(ctx, req, timeout)
+	}
 	next := start
 	for ev, err := range c.Events.Stream(ctx, params) {
 		if err != nil {
@@ -121,6 +135,9 @@ func (t *tools) wait(ctx context.Context, req *mcp.CallToolRequest, in WaitInput
 			// The stream broke (the daemon went away): say so rather
 			// than time out as if nothing came.
 			return nil, WaitOutput{}, fmt.Errorf("%w; call wait_for_message again with cursor %q once Blueline answers", err, next.String())
+		}
+		if seconds == 0 && ev.Timestamp > now.UnixMilli() {
+			break // newer than the call: all that was there has been read
 		}
 		next = waitCursor{After: ev.Seq}
 		var m api.MessageEventData

@@ -145,7 +145,7 @@ func TestCounts(t *testing.T) {
 // The storage collector reads the queues at each scrape.
 func TestQueueGauges(t *testing.T) {
 	db, line, m := open(t)
-	w := storage.Webhook{ID: storage.NewID("wh_"), LineID: line.ID, URL: "https://example.com/h",
+	w := storage.Webhook{ID: storage.NewID("wh_"), LineIDs: []string{line.ID}, URL: "https://example.com/h",
 		Events: []string{api.EventMessageReceived}, Secret: "s", IsActive: true}
 	if err := db.CreateWebhook(ctx, w); err != nil {
 		t.Fatal(err)

@@ -153,6 +153,29 @@ func TestEmojiTapbackValidation(t *testing.T) {
 	if r := e.call("POST", "/v1/reactions", key, apitest.WithFields(ok, "emoji", nil)); r.Status != 400 || r.ErrCode() != "missing_required_parameter" || r.ErrParam() != "emoji" {
 		t.Errorf("no emoji: %d %s", r.Status, r.Raw)
 	}
+	// The reference CLI's `react MSG 🎉` sends the emoji as the type: the
+	// emoji tapback it means, with or without the same emoji in emoji.
+	for _, body := range []map[string]any{apitest.WithFields(ok, "type", "👍🏽"), apitest.WithFields(ok, "type", "👍🏽", "emoji", "👍🏽")} {
+		r := e.call("POST", "/v1/reactions", key, body)
+		if r.Status != 201 {
+			t.Fatalf("type %+v: %d %s", body, r.Status, r.Raw)
+		}
+		item, err := e.db.OutboxItemByID(context.Background(), r.Body["id"].(string))
+		if err != nil || item.ReactionType != "emoji" || item.ReactionEmoji != "👍🏽" {
+			t.Errorf("type 👍🏽 queued %q %q (%v), want emoji 👍🏽", item.ReactionType, item.ReactionEmoji, err)
+		}
+	}
+	for _, c := range []struct {
+		typ   string
+		emoji any // nil: absent
+		param string
+	}{{"🎉🎉", nil, "type"}, {"a", nil, "type"}, {"Love", nil, "type"}, {"🏽", nil, "type"}, {" 🎉", nil, "type"}, {"🎉", "👍", "emoji"}} {
+		r := e.call("POST", "/v1/reactions", key, apitest.WithFields(ok, "type", c.typ, "emoji", c.emoji))
+		if r.Status != 400 || r.ErrCode() != "invalid_parameter_value" || r.ErrParam() != c.param {
+			t.Errorf("type %+q emoji %v: %d %s", c.typ, c.emoji, r.Status, r.Raw)
+		}
+		apitest.CheckErrorType(t, "type "+c.typ, r)
+	}
 }
 
 // Groups: contact-first for every member, and changes only to groups.

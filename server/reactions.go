@@ -39,11 +39,17 @@ func (s *Server) sendReaction(w http.ResponseWriter, r *http.Request) error {
 	if p.Type, err = b.required("type"); err != nil {
 		return err
 	}
-	if p.Type != bridge.ReactionEmoji && !slices.Contains(bridge.ReactionTypes, p.Type) {
-		return httpapi.Invalid("type", "type must be one of %s, or %s with an emoji.", strings.Join(bridge.ReactionTypes, ", "), bridge.ReactionEmoji)
-	}
 	if p.Emoji, err = b.str("emoji"); err != nil {
 		return err
+	}
+	switch {
+	case isOneEmoji(p.Type) && (p.Emoji == "" || p.Emoji == p.Type):
+		// The reference CLI's `react MSG 🎉` sends the emoji as the type.
+		p.Type, p.Emoji = bridge.ReactionEmoji, p.Type
+	case isOneEmoji(p.Type):
+		return httpapi.Invalid("emoji", "type %q is already an emoji tapback; emoji must be empty or the same emoji.", p.Type)
+	case p.Type != bridge.ReactionEmoji && !slices.Contains(bridge.ReactionTypes, p.Type):
+		return httpapi.Invalid("type", "type must be one of %s, %s with an emoji, or one emoji.", strings.Join(bridge.ReactionTypes, ", "), bridge.ReactionEmoji)
 	}
 	switch {
 	case p.Type == bridge.ReactionEmoji && p.Emoji == "":

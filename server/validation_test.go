@@ -1,12 +1,14 @@
 package server_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/blueline-app/blueline/apitest"
+	"github.com/blueline-app/blueline/storage"
 )
 
 // Every response carries a request ID, in the body and the X-Request-Id header.
@@ -551,5 +553,90 @@ func TestWebhookRegistration(t *testing.T) {
 	}
 	if items := e.call("GET", "/v1/webhooks?from="+plainLine, key, nil).Data(); len(items) != 0 {
 		t.Errorf("deleted webhook still listed: %v", items)
+	}
+}
+
+// An empty from (the reference CLI's `webhooks create` without --line)
+// registers one webhook for every line the key may use; it is listed
+// under each, and seen only by keys that may use them all.
+func TestWebhookForEveryLine(t *testing.T) {
+	e := newAPI(t, defaultOptions())
+	body := map[string]any{"from": "", "url": "https://93.184.215.14/hook", "events": []string{"message.received"}}
+	two := e.key(keyOpts{Lines: []string{mainLine, plainLine}})
+	created := e.call("POST", "/v1/webhooks", two, body)
+	if created.Status != 201 {
+		t.Fatalf("create: %d %s", created.Status, created.Raw)
+	}
+	want := []any{e.lines[mainLine].ID, e.lines[plainLine].ID}
+	if got := created.Body["line_ids"].([]any); !slices.Equal(got, want) {
+		t.Fatalf("line_ids %v, want %v", got, want)
+	}
+	id := created.Body["id"]
+	for _, l := range []string{mainLine, plainLine} {
+		if items := e.call("GET", "/v1/webhooks?from="+l, two, nil).Data(); len(items) != 1 || items[0]["id"] != id {
+			t.Errorf("list of %s: %v", l, items)
+		}
+	}
+	if items := e.call("GET", "/v1/webhooks?from="+smsLine, e.key(keyOpts{}), nil).Data(); len(items) != 0 {
+		t.Errorf("a line it does not cover lists %v", items)
+	}
+	// A key that may use only one of its lines neither sees nor deletes it.
+	one := e.key(keyOpts{Lines: []string{mainLine}})
+	if items := e.call("GET", "/v1/webhooks?from="+mainLine, one, nil).Data(); len(items) != 0 {
+		t.Errorf("a key of one of its lines lists %v", items)
+	}
+	if r := e.call("DELETE", "/v1/webhooks", one, map[string]any{"id": id}); r.Status != 404 || r.ErrCode() != "webhook_not_found" {
+		t.Errorf("delete with a key of one of its lines: %d %s", r.Status, r.Raw)
+	}
+
+	// An owner's key without line limits: every line, the sandbox included.
+	owned := e.call("POST", "/v1/webhooks", e.key(keyOpts{Owner: "ann"}), body)
+	if got := owned.Body["line_ids"].([]any); owned.Status != 201 || len(got) != len(e.lines) {
+		t.Fatalf("an owner's key: %d %s", owned.Status, owned.Raw)
+	}
+
+	// Absent, from is still required; empty, it names no line where one is
+	// needed.
+	for _, c := range []struct {
+		name   string
+		method string
+		path   string
+		body   any
+		code   string
+	}{
+		{"register without from", "POST", "/v1/webhooks", apitest.WithFields(body, "from", nil), "missing_required_parameter"},
+		{"list with an empty from", "GET", "/v1/webhooks?from=", nil, "missing_required_parameter"},
+		{"send with an empty from", "POST", "/v1/messages", map[string]any{"from": "", "to": alice, "text": "hi"}, "missing_required_parameter"},
+	} {
+		r := e.call(c.method, c.path, two, c.body)
+		if r.Status != 400 || r.ErrCode() != c.code || r.ErrParam() != "from" {
+			t.Errorf("%s: %d %s", c.name, r.Status, r.Raw)
+		}
+	}
+	if r := e.call("DELETE", "/v1/webhooks", two, map[string]any{"id": id}); r.Status != 200 {
+		t.Fatalf("delete: %d %s", r.Status, r.Raw)
+	}
+	for _, l := range []string{mainLine, plainLine} {
+		if items := e.call("GET", "/v1/webhooks?from="+l, two, nil).Data(); len(items) != 0 {
+			t.Errorf("deleted, still listed on %s: %v", l, items)
+		}
+	}
+
+	// A line no longer served leaves the webhook in reach of its others.
+	kept := e.call("POST", "/v1/webhooks", two, body).Body["id"]
+	var served []storage.Line
+	for _, l := range e.lines {
+		if l.Handle != plainLine {
+			served = append(served, l)
+		}
+	}
+	if _, err := e.db.SyncLines(context.Background(), served); err != nil {
+		t.Fatal(err)
+	}
+	if items := e.call("GET", "/v1/webhooks?from="+mainLine, two, nil).Data(); len(items) != 1 || items[0]["id"] != kept {
+		t.Errorf("with %s gone, %s lists %v", plainLine, mainLine, items)
+	}
+	if r := e.call("DELETE", "/v1/webhooks", two, map[string]any{"id": kept}); r.Status != 200 {
+		t.Errorf("delete with %s gone: %d %s", plainLine, r.Status, r.Raw)
 	}
 }

@@ -18,7 +18,7 @@ import (
 )
 
 func toAPIWebhook(w storage.Webhook, requestID string) api.Webhook {
-	return api.Webhook{ID: w.ID, LineIDs: []string{w.LineID}, URL: w.URL, Events: w.Events, Secret: w.Secret,
+	return api.Webhook{ID: w.ID, LineIDs: w.LineIDs, URL: w.URL, Events: w.Events, Secret: w.Secret,
 		IsActive: w.IsActive, CreatedAt: w.CreatedAt, RequestID: requestID}
 }
 
@@ -33,9 +33,12 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	from, err := b.required("from")
+	from, err := b.optStr("from")
 	if err != nil {
 		return err
+	}
+	if from == nil {
+		return httpapi.Missing("from")
 	}
 	rawURL, err := b.required("url")
 	if err != nil {
@@ -62,7 +65,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 			subscribed = append(subscribed, e)
 		}
 	}
-	line, err := s.lineFor(r, from, "from")
+	lines, err := s.webhookLines(r, *from)
 	if err != nil {
 		return err
 	}
@@ -73,21 +76,46 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	existing, err := s.visibleWebhooks(r.Context(), line)
-	if err != nil {
-		return err
-	}
-	if len(existing) >= maxWebhooksPerLine {
-		return httpapi.Invalid("from", "Line %s has %d webhooks, the most a line may have.", line.Handle, maxWebhooksPerLine)
-	}
-	hook := storage.Webhook{ID: storage.NewID("wh_"), LineID: line.ID, Owner: apiKey(r.Context()).Owner, URL: u.String(), Events: subscribed,
+	handles := make([]string, len(lines))
+	hook := storage.Webhook{ID: storage.NewID("wh_"), Owner: apiKey(r.Context()).Owner, URL: u.String(), Events: subscribed,
 		Secret: "whsec_" + randomBase62(40), IsActive: true, CreatedAt: time.Now().UnixMilli()}
+	for i, line := range lines {
+		existing, err := s.lineWebhooks(r.Context(), line)
+		if err != nil {
+			return err
+		}
+		if len(existing) >= maxWebhooksPerLine {
+			return httpapi.Invalid("from", "Line %s has %d webhooks, the most a line may have.", line.Handle, maxWebhooksPerLine)
+		}
+		hook.LineIDs, handles[i] = append(hook.LineIDs, line.ID), line.Handle
+	}
 	if err := s.db.CreateWebhook(r.Context(), hook); err != nil {
 		return err
 	}
-	s.log.Info("webhook created", "webhook_id", hook.ID, "line", line.Handle, "url", webhook.RedactURL(hook.URL))
+	s.log.Info("webhook created", "webhook_id", hook.ID, "lines", strings.Join(handles, ","), "url", webhook.RedactURL(hook.URL))
 	httpapi.WriteJSON(w, http.StatusCreated, toAPIWebhook(hook, httpapi.RequestID(r.Context())))
 	return nil
+}
+
+// webhookLines are the lines a webhook registration names: the line in
+// from, or, when from is empty (the reference CLI's `webhooks create`
+// without --line), every line the key may use.
+func (s *Server) webhookLines(r *http.Request, from string) ([]storage.Line, error) {
+	if strings.TrimSpace(from) != "" {
+		line, err := s.lineFor(r, from, "from")
+		return []storage.Line{line}, err
+	}
+	key := apiKey(r.Context())
+	var lines []storage.Line
+	for _, l := range s.db.Lines() {
+		if checkLineAccess(key, l) == nil {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		return nil, httpapi.Invalid("from", "This API key may use no line, so an empty from names none.")
+	}
+	return lines, nil
 }
 
 // listWebhooks lists a line's active webhooks, all of them: the SDK pages
@@ -101,13 +129,13 @@ func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	hooks, err := s.visibleWebhooks(r.Context(), line)
+	hooks, err := s.lineWebhooks(r.Context(), line)
 	if err != nil {
 		return err
 	}
 	out := []api.Webhook{}
 	for _, h := range hooks {
-		if h.IsActive {
+		if h.IsActive && s.webhookVisible(r.Context(), h) {
 			out = append(out, toAPIWebhook(h, ""))
 		}
 	}
@@ -145,15 +173,28 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 }
 
 // webhookVisible reports whether the request's key may see a webhook: one
-// of a line it can use and, on the sandbox line, one its owner created.
+// whose lines it can all use, created by its owner if the sandbox line is
+// among them. Lines no longer served do not count, so that a webhook of
+// several lines stays in reach when one of them goes.
 func (s *Server) webhookVisible(ctx context.Context, h storage.Webhook) bool {
 	key := apiKey(ctx)
-	line, ok := s.db.LineByID(h.LineID)
-	return ok && checkLineAccess(key, line) == nil && (!line.IsSandbox || h.Owner == key.Owner)
+	served := 0
+	for _, id := range h.LineIDs {
+		line, ok := s.db.LineByID(id)
+		if !ok {
+			continue
+		}
+		if checkLineAccess(key, line) != nil || (line.IsSandbox && h.Owner != key.Owner) {
+			return false
+		}
+		served++
+	}
+	return served > 0
 }
 
-// visibleWebhooks are the webhooks of line the request's key may see.
-func (s *Server) visibleWebhooks(ctx context.Context, line storage.Line) ([]storage.Webhook, error) {
+// lineWebhooks are the webhooks that receive line's events for the
+// request's key: on the sandbox line, those of the key's owner.
+func (s *Server) lineWebhooks(ctx context.Context, line storage.Line) ([]storage.Webhook, error) {
 	hooks, err := s.db.Webhooks(ctx, line.ID)
 	if err != nil || !line.IsSandbox {
 		return hooks, err

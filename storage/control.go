@@ -328,7 +328,7 @@ func (db *DB) applyWebhook(tx *bolt.Tx, cur, c ControlChange) error {
 	hooks, lines := tx.Bucket(bktWebhooks), tx.Bucket(bktWebhookLines)
 	tx.OnCommit(db.signalWebhooks)
 	if !cur.Deleted {
-		if err := lines.Delete(join([]byte(cur.Webhook.LineID), []byte(c.ID))); err != nil {
+		if err := cur.Webhook.indexLines(lines, true); err != nil {
 			return err
 		}
 	}
@@ -346,7 +346,7 @@ func (db *DB) applyWebhook(tx *bolt.Tx, cur, c ControlChange) error {
 	if err := putJSON(hooks, []byte(c.ID), c.Webhook); err != nil {
 		return err
 	}
-	return lines.Put(join([]byte(c.Webhook.LineID), []byte(c.ID)), nil)
+	return c.Webhook.indexLines(lines, false)
 }
 
 func applySandbox(tx *bolt.Tx, cur, c ControlChange) error {

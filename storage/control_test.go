@@ -77,7 +77,7 @@ func TestControlFeed(t *testing.T) {
 		t.Fatalf("keys fed %q, want %q", got, want)
 	}
 
-	w := storage.Webhook{ID: storage.NewID("wh_"), LineID: line.ID, URL: "https://example.com", Events: []string{"message.received"}, Secret: "s", IsActive: true}
+	w := storage.Webhook{ID: storage.NewID("wh_"), LineIDs: []string{line.ID}, URL: "https://example.com", Events: []string{"message.received"}, Secret: "s", IsActive: true}
 	if err := db.CreateWebhook(ctx, w); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestControlFeed(t *testing.T) {
 // of the webhook is not.
 func TestControlFeedWebhookState(t *testing.T) {
 	db, line := openDB(t)
-	w := storage.Webhook{ID: storage.NewID("wh_"), LineID: line.ID, URL: "https://example.com", Events: []string{"message.received"}, Secret: "s", IsActive: true}
+	w := storage.Webhook{ID: storage.NewID("wh_"), LineIDs: []string{line.ID}, URL: "https://example.com", Events: []string{"message.received"}, Secret: "s", IsActive: true}
 	if err := db.CreateWebhook(ctx, w); err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestApplyControl(t *testing.T) {
 	// A webhook from the fleet wakes the dispatcher and is listed by its
 	// line; deleted, it is gone from both.
 	<-drain(db.WebhooksReady())
-	w := storage.Webhook{ID: storage.NewID("wh_"), LineID: line.ID, URL: "https://example.com", Events: []string{"message.received"}, Secret: "s", IsActive: true}
+	w := storage.Webhook{ID: storage.NewID("wh_"), LineIDs: []string{line.ID}, URL: "https://example.com", Events: []string{"message.received"}, Secret: "s", IsActive: true}
 	if _, err := db.ApplyControl(ctx, storage.ControlChange{Kind: storage.ControlWebhook, ID: w.ID, Webhook: &w}, nil); err != nil {
 		t.Fatal(err)
 	}

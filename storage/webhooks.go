@@ -12,10 +12,12 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Webhook is a receiver of one line's events.
+// Webhook is a receiver of the events of its lines.
 type Webhook struct {
-	ID     string `json:"id"`
-	LineID string `json:"line_id"`
+	ID string `json:"id"`
+	// LineIDs are its lines: the one it was registered for, or every line
+	// the registering key could use when it named none.
+	LineIDs []string `json:"line_ids"`
 	// Owner is the owner of the key that created it. On the sandbox line
 	// it receives only the events of its owner's sandbox.
 	Owner  string   `json:"owner,omitempty"`
@@ -30,6 +32,41 @@ type Webhook struct {
 	FailingSince int64 `json:"failing_since,omitempty"`
 	// DisabledAt is when the webhook was made inactive for failing too long.
 	DisabledAt int64 `json:"disabled_at,omitempty"`
+}
+
+// UnmarshalJSON reads the records of webhooks stored before a webhook had
+// several lines, whose one line was line_id.
+func (w *Webhook) UnmarshalJSON(b []byte) error {
+	type fields Webhook // without this method
+	var v struct {
+		fields
+		LineID string `json:"line_id"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*w = Webhook(v.fields)
+	if len(w.LineIDs) == 0 && v.LineID != "" {
+		w.LineIDs = []string{v.LineID}
+	}
+	return nil
+}
+
+// indexLines adds (or, with del, removes) w under each of its lines.
+func (w Webhook) indexLines(lines *bolt.Bucket, del bool) error {
+	for _, l := range w.LineIDs {
+		k := join([]byte(l), []byte(w.ID))
+		var err error
+		if del {
+			err = lines.Delete(k)
+		} else {
+			err = lines.Put(k, nil)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Delivery states.
@@ -80,7 +117,7 @@ func (db *DB) CreateWebhook(ctx context.Context, w Webhook) error {
 		}
 		tx.OnCommit(db.signalWebhooks) // the dispatcher starts its worker
 		db.noteControl(tx, ControlChange{Kind: ControlWebhook, ID: w.ID, Webhook: &w})
-		return tx.Bucket(bktWebhookLines).Put(join([]byte(w.LineID), []byte(w.ID)), nil)
+		return w.indexLines(tx.Bucket(bktWebhookLines), false)
 	})
 }
 
@@ -136,7 +173,7 @@ func (db *DB) DeleteWebhook(ctx context.Context, id string) error {
 		if err := failPending(tx, id, "the webhook was deleted", nowMillis()); err != nil {
 			return err
 		}
-		if err := tx.Bucket(bktWebhookLines).Delete(join([]byte(w.LineID), []byte(id))); err != nil {
+		if err := w.indexLines(tx.Bucket(bktWebhookLines), true); err != nil {
 			return err
 		}
 		db.noteControl(tx, ControlChange{Kind: ControlWebhook, ID: id, Deleted: true})

@@ -1,7 +1,9 @@
 package storage_test
 
 import (
+	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,7 +13,7 @@ import (
 
 func createWebhook(t *testing.T, db *storage.DB, line storage.Line, events ...string) storage.Webhook {
 	t.Helper()
-	w := storage.Webhook{ID: storage.NewID("wh_"), LineID: line.ID, URL: "https://example.com/h", Events: events, Secret: "s", IsActive: true}
+	w := storage.Webhook{ID: storage.NewID("wh_"), LineIDs: []string{line.ID}, URL: "https://example.com/h", Events: events, Secret: "s", IsActive: true}
 	if err := db.CreateWebhook(ctx, w); err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +74,62 @@ func TestEventsQueuedWithTheirMessage(t *testing.T) {
 	}
 	if len(events) != 3 || events[1] != api.EventReactionAdded || events[2] != api.EventReactionRemoved {
 		t.Fatalf("events %v", events)
+	}
+}
+
+// A webhook of several lines gets the events of each, and leaves every
+// line's list when deleted.
+func TestWebhookOfSeveralLines(t *testing.T) {
+	db, line := openDB(t)
+	lines, err := db.SyncLines(ctx, []storage.Line{line, {Handle: "+15550000002", Service: "imessage", Bridge: "sim"},
+		{Handle: "+15550000003", Service: "imessage", Bridge: "sim"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := storage.Webhook{ID: storage.NewID("wh_"), LineIDs: []string{lines[0].ID, lines[1].ID}, URL: "https://example.com/h",
+		Events: []string{api.EventMessageReceived}, Secret: "s", IsActive: true}
+	if err := db.CreateWebhook(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lines {
+		inbound(t, db, l, "+15551110001", 10)
+	}
+	var got []string
+	for _, d := range due(t, db, w) {
+		got = append(got, d.LineID)
+	}
+	if want := []string{lines[0].ID, lines[1].ID}; !slices.Equal(got, want) {
+		t.Fatalf("deliveries for lines %v, want %v", got, want)
+	}
+	for i, l := range lines {
+		want := 1
+		if i == 2 {
+			want = 0
+		}
+		hooks, err := db.Webhooks(ctx, l.ID)
+		if err != nil || len(hooks) != want {
+			t.Errorf("line %d lists %+v (%v)", i, hooks, err)
+		}
+	}
+	if err := db.DeleteWebhook(ctx, w.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lines {
+		if hooks, err := db.Webhooks(ctx, l.ID); err != nil || len(hooks) != 0 {
+			t.Errorf("deleted, still listed: %+v (%v)", hooks, err)
+		}
+	}
+}
+
+// A webhook stored before webhooks had several lines reads as one of its
+// one line.
+func TestWebhookOfOneLineRecord(t *testing.T) {
+	var w storage.Webhook
+	if err := json.Unmarshal([]byte(`{"id":"wh_a","line_id":"ln_a","url":"https://example.com/h","events":["message.received"],"is_active":true}`), &w); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(w.LineIDs, []string{"ln_a"}) || w.ID != "wh_a" || !w.IsActive || len(w.Events) != 1 {
+		t.Fatalf("read %+v", w)
 	}
 }
 

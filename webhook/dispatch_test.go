@@ -70,7 +70,7 @@ func newHookEnv(t *testing.T) *hookEnv {
 // register stores an active webhook for message.received at url.
 func (e *hookEnv) register(url, secret string) storage.Webhook {
 	e.t.Helper()
-	h := storage.Webhook{ID: storage.NewID("wh_"), LineID: e.line.ID, URL: url, Events: []string{api.EventMessageReceived},
+	h := storage.Webhook{ID: storage.NewID("wh_"), LineIDs: []string{e.line.ID}, URL: url, Events: []string{api.EventMessageReceived},
 		Secret: secret, IsActive: true, CreatedAt: time.Now().UnixMilli()}
 	if err := e.db.CreateWebhook(context.Background(), h); err != nil {
 		e.t.Fatal(err)

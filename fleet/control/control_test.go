@@ -118,7 +118,7 @@ func TestReplicates(t *testing.T) {
 	})
 
 	lines := a.Lines()
-	w := storage.Webhook{ID: storage.NewID("wh_"), LineID: lines[0].ID, URL: "https://example.com/a", Events: []string{"message.received"},
+	w := storage.Webhook{ID: storage.NewID("wh_"), LineIDs: []string{lines[0].ID}, URL: "https://example.com/a", Events: []string{"message.received"},
 		Secret: "whsec_x", IsActive: true, CreatedAt: 1}
 	if err := a.CreateWebhook(ctx, w); err != nil {
 		t.Fatal(err)
@@ -181,7 +181,7 @@ func TestReconcileBucketWins(t *testing.T) {
 	n := startNode(t)
 	a := openDB(t)
 	c := start(t, n, a)
-	w := storage.Webhook{ID: storage.NewID("wh_"), LineID: a.Lines()[0].ID, URL: "https://example.com/a", Events: []string{"message.received"},
+	w := storage.Webhook{ID: storage.NewID("wh_"), LineIDs: []string{a.Lines()[0].ID}, URL: "https://example.com/a", Events: []string{"message.received"},
 		Secret: "one", IsActive: true, CreatedAt: 1}
 	if err := a.CreateWebhook(ctx, w); err != nil {
 		t.Fatal(err)
@@ -222,7 +222,7 @@ func TestJoin(t *testing.T) {
 	n := startNode(t)
 	first := openDB(t)
 	k := newKey(t, first, "first")
-	w := storage.Webhook{ID: storage.NewID("wh_"), LineID: first.Lines()[0].ID, URL: "https://example.com/a", Events: []string{"message.received"},
+	w := storage.Webhook{ID: storage.NewID("wh_"), LineIDs: []string{first.Lines()[0].ID}, URL: "https://example.com/a", Events: []string{"message.received"},
 		Secret: "s", IsActive: true, CreatedAt: 1}
 	if err := first.CreateWebhook(ctx, w); err != nil {
 		t.Fatal(err)

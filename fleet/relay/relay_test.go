@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -156,6 +157,20 @@ func (render) EventData(d storage.Delivery, lineHandle string) (json.RawMessage,
 	return json.Marshal(map[string]any{"text": *d.Message.Text, "line_handle": lineHandle})
 }
 
+// deliver publishes db's events to n's stream and delivers them to db's
+// webhooks until the test ends, each event tried 1+retries times 50 ms
+// apart, on lanes lanes, to receivers on loopback over plain HTTP.
+func deliver(t *testing.T, n *fleet.Node, db *storage.DB, lanes, retries int) {
+	t.Helper()
+	opts := webhook.Options{Schedule: slices.Repeat([]time.Duration{50 * time.Millisecond}, retries), Timeout: 2 * time.Second, Lanes: lanes,
+		Policy: webhook.Policy{AllowHTTP: true, AllowPrivateNetworks: true}}
+	lg := slog.New(slog.DiscardHandler)
+	sender := webhook.NewSender(opts)
+	t.Cleanup(sender.Close)
+	run(t, relay.NewPublisher(n, db, lg).Run)
+	run(t, relay.NewWebhooks(n, db, render{}, sender, opts, lg).Run)
+}
+
 // A webhook's consumer delivers each event of its line and kind, signed,
 // with the delivery ID derived from the webhook and the event, the same on
 // the retry after a failure; the attempts are recorded.
@@ -188,18 +203,12 @@ func TestWebhookConsumer(t *testing.T) {
 		}
 	}))
 	defer rc.Close()
-	hook := storage.Webhook{ID: storage.NewID("wh_"), LineID: line.ID, URL: rc.URL, Events: []string{"message.received"},
+	hook := storage.Webhook{ID: storage.NewID("wh_"), LineIDs: []string{line.ID}, URL: rc.URL, Events: []string{"message.received"},
 		Secret: secret, IsActive: true, CreatedAt: time.Now().Add(-time.Second).UnixMilli()}
 	if err := db.CreateWebhook(ctx, hook); err != nil {
 		t.Fatal(err)
 	}
-	opts := webhook.Options{Schedule: []time.Duration{50 * time.Millisecond, 50 * time.Millisecond}, Timeout: 2 * time.Second, Lanes: 2,
-		Policy: webhook.Policy{AllowHTTP: true, AllowPrivateNetworks: true}}
-	lg := slog.New(slog.DiscardHandler)
-	sender := webhook.NewSender(opts)
-	defer sender.Close()
-	run(t, relay.NewPublisher(n, db, lg).Run)
-	run(t, relay.NewWebhooks(n, db, render{}, sender, opts, lg).Run)
+	deliver(t, n, db, 2, 2)
 	inbound(t, db, line, "one")
 	inbound(t, db, line, "two")
 	testkit.Eventually(t, 10*time.Second, func() bool {
@@ -253,5 +262,48 @@ func TestWebhookConsumer(t *testing.T) {
 	}
 	if gots[0].id != retried.DeliveryID {
 		t.Errorf("the failed request was %s, its attempt %s", gots[0].id, retried.DeliveryID)
+	}
+}
+
+// A webhook of several lines gets, from the events stream, the events of
+// each of its lines and none of another's.
+func TestWebhookConsumerOfSeveralLines(t *testing.T) {
+	n := fleetOfOne(t)
+	db, first := openDB(t)
+	lines, err := db.SyncLines(ctx, []storage.Line{first, {Handle: "+15550001002", Service: "iMessage", Bridge: "sim"},
+		{Handle: "+15550001003", Service: "iMessage", Bridge: "sim"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var texts []string
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ev struct{ Data struct{ Text string } }
+		json.NewDecoder(r.Body).Decode(&ev)
+		mu.Lock()
+		texts = append(texts, ev.Data.Text)
+		mu.Unlock()
+	}))
+	defer rc.Close()
+	hook := storage.Webhook{ID: storage.NewID("wh_"), LineIDs: []string{lines[0].ID, lines[1].ID}, URL: rc.URL, Events: []string{"message.received"},
+		Secret: "whsec_relay-test", IsActive: true, CreatedAt: time.Now().Add(-time.Second).UnixMilli()}
+	if err := db.CreateWebhook(ctx, hook); err != nil {
+		t.Fatal(err)
+	}
+	// One lane: the events come in the stream's order, so the third
+	// line's, first in it, would come first.
+	deliver(t, n, db, 1, 1)
+	inbound(t, db, lines[2], "third line")
+	inbound(t, db, lines[0], "first line")
+	inbound(t, db, lines[1], "second line")
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(texts) >= 2
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"first line", "second line"}; !slices.Equal(texts[:2], want) {
+		t.Errorf("delivered %q, want %q", texts, want)
 	}
 }

@@ -166,8 +166,10 @@ func (w *Webhooks) consumerConfig(h storage.Webhook) fleet.ConsumerConfig {
 		// leader's change, and AckWait is then the wait.)
 		AckWait: w.opts.Timeout + 10*time.Second,
 	}
-	for _, e := range h.Events {
-		cfg.Topics = append(cfg.Topics, "*."+Topic(h.LineID, e))
+	for _, l := range h.LineIDs {
+		for _, e := range h.Events {
+			cfg.Topics = append(cfg.Topics, "*."+Topic(l, e))
+		}
 	}
 	return cfg
 }
@@ -216,10 +218,10 @@ func (w *Webhooks) deliver(ctx context.Context, hook *storage.Webhook, d fleet.D
 }
 
 // wants reports whether hook receives e, as queueEvent decides for a local
-// delivery: an active webhook of the event's line subscribed to it,
-// created before it, and on the sandbox line one of the owner whose
-// sandbox chat it happened in.
+// delivery: an active webhook of the event's line (one of its lines)
+// subscribed to it, created before it, and on the sandbox line one of the
+// owner whose sandbox chat it happened in.
 func wants(hook storage.Webhook, e storage.Event) bool {
-	return hook.IsActive && hook.LineID == e.LineID && slices.Contains(hook.Events, e.Name) &&
+	return hook.IsActive && slices.Contains(hook.LineIDs, e.LineID) && slices.Contains(hook.Events, e.Name) &&
 		e.At >= hook.CreatedAt && (e.SandboxOwner == nil || *e.SandboxOwner == hook.Owner)
 }
