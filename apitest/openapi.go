@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/blueline-app/blueline/apidoc"
 	"io"
 	"net/http"
+
+	"github.com/blueline-app/blueline/apidoc"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
