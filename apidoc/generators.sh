@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
-# Generates clients from apidoc/openapi.json with two generators people use,
-# and compiles small programs against them (apidoc/testdata/generators):
+# Generates clients from apidoc/openapi.json with generators people use, and
+# compiles small programs against them (apidoc/testdata/generators):
 #
 #   - oapi-codegen (Go): the client must build, and the program must build
 #     against it, with the send body's from and to typed as required;
+#   - ogen (Go): every operation must generate, and the client build;
 #   - openapi-typescript: the program must type-check with tsc.
 #
-# Each has a program that must NOT compile (a send body without from), so
-# that a document that stops typing requests right fails too. .ci/run runs
-# this; it fails when a generator cannot be installed. The tools are pinned,
-# and installed once into a cache folder: oapi-codegen with go install (the
-# module proxy), openapi-typescript and typescript with npm.
+# oapi-codegen and openapi-typescript each have a program that must NOT
+# compile (a send body without from), so that a document that stops typing
+# requests right fails too. .ci/run runs this; it fails when a generator
+# cannot be installed. The tools are pinned, and installed once into a cache
+# folder: the Go ones with go install (the module proxy), openapi-typescript
+# and typescript with npm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 oapi_codegen=v2.8.2
 oapi_runtime=v1.9.0 # the runtime module the generated Go client imports
+ogen=v1.24.0
 openapi_typescript=7.13.0
 typescript=5.9.3
 
@@ -55,6 +58,30 @@ MOD
 	grep -q 'main.go:9:.*nil as string' bad.log || fail "oapi-codegen: the negative program failed for another reason: $(cat bad.log)"
 )
 
+echo "-- ogen $ogen"
+# ogen refuses a document with an operation it cannot generate (unless told
+# to skip them); the client it makes must build.
+gobin="$cache/ogen-$ogen"
+if [ ! -x "$gobin/ogen" ]; then
+	echo "installing ogen $ogen (once) into $gobin"
+	GOBIN="$gobin" go install "github.com/ogen-go/ogen/cmd/ogen@$ogen"
+fi
+mkdir -p "$work/ogen"
+"$gobin/ogen" --target "$work/ogen/api" --package api --clean "$doc"
+cat >"$work/ogen/go.mod" <<MOD
+module ogencheck
+
+go 1.24
+
+require github.com/ogen-go/ogen $ogen
+MOD
+(
+	cd "$work/ogen"
+	export GOFLAGS=-mod=mod GOWORK=off
+	go mod tidy
+	go build ./...
+)
+
 echo "-- openapi-typescript $openapi_typescript, typescript $typescript"
 npm_prefix="$cache/openapi-typescript-$openapi_typescript-typescript-$typescript"
 if [ ! -x "$npm_prefix/node_modules/.bin/tsc" ] || [ ! -x "$npm_prefix/node_modules/.bin/openapi-typescript" ]; then
@@ -74,4 +101,4 @@ fi
 grep -q "missing the following properties.*from, to" "$work/ts/bad.log" ||
 	fail "openapi-typescript: the negative program failed for another reason: $(cat "$work/ts/bad.log")"
 
-echo "generators: ok (oapi-codegen $oapi_codegen, openapi-typescript $openapi_typescript)"
+echo "generators: ok (oapi-codegen $oapi_codegen, ogen $ogen, openapi-typescript $openapi_typescript)"
