@@ -29,27 +29,33 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "apidoc/generators.sh: $*" >&2; exit 1; }
 
+# gotool NAME PACKAGE VERSION: the path of a Go tool, installed once.
+gotool() {
+	local gobin="$cache/$1-$3"
+	if [ ! -x "$gobin/$1" ]; then
+		echo "installing $1 $3 (once) into $gobin" >&2
+		GOBIN="$gobin" go install "$2@$3"
+	fi
+	echo "$gobin/$1"
+}
+
+# gomodule DIR GO REQUIRE VERSION: a module for the generated code, its
+# dependencies resolved through the module proxy.
+gomodule() {
+	printf 'module gencheck\n\ngo %s\n\nrequire %s %s\n' "$2" "$3" "$4" >"$1/go.mod"
+	(cd "$1" && GOFLAGS=-mod=mod GOWORK=off go mod tidy)
+}
+export GOWORK=off
+
 echo "-- oapi-codegen $oapi_codegen"
-gobin="$cache/oapi-codegen-$oapi_codegen"
-if [ ! -x "$gobin/oapi-codegen" ]; then
-	echo "installing oapi-codegen $oapi_codegen (once) into $gobin"
-	GOBIN="$gobin" go install "github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@$oapi_codegen"
-fi
+oapi=$(gotool oapi-codegen github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen "$oapi_codegen")
 mkdir -p "$work/go/blueline"
 # Default options: pruning on, as a user runs it.
-"$gobin/oapi-codegen" -generate types,client -package blueline -o "$work/go/blueline/client.gen.go" "$doc"
+"$oapi" -generate types,client -package blueline -o "$work/go/blueline/client.gen.go" "$doc"
 cp -r "$programs/go/ok" "$programs/go/bad" "$work/go/"
-cat >"$work/go/go.mod" <<MOD
-module gencheck
-
-go 1.22
-
-require github.com/oapi-codegen/runtime $oapi_runtime
-MOD
+gomodule "$work/go" 1.22 github.com/oapi-codegen/runtime "$oapi_runtime"
 (
 	cd "$work/go"
-	export GOFLAGS=-mod=mod GOWORK=off
-	go mod tidy
 	go vet ./blueline ./ok
 	go build -o /dev/null ./ok
 	if go build -o /dev/null ./bad >bad.log 2>&1; then
@@ -61,26 +67,11 @@ MOD
 echo "-- ogen $ogen"
 # ogen refuses a document with an operation it cannot generate (unless told
 # to skip them); the client it makes must build.
-gobin="$cache/ogen-$ogen"
-if [ ! -x "$gobin/ogen" ]; then
-	echo "installing ogen $ogen (once) into $gobin"
-	GOBIN="$gobin" go install "github.com/ogen-go/ogen/cmd/ogen@$ogen"
-fi
+ogen_bin=$(gotool ogen github.com/ogen-go/ogen/cmd/ogen "$ogen")
 mkdir -p "$work/ogen"
-"$gobin/ogen" --target "$work/ogen/api" --package api --clean "$doc"
-cat >"$work/ogen/go.mod" <<MOD
-module ogencheck
-
-go 1.24
-
-require github.com/ogen-go/ogen $ogen
-MOD
-(
-	cd "$work/ogen"
-	export GOFLAGS=-mod=mod GOWORK=off
-	go mod tidy
-	go build ./...
-)
+"$ogen_bin" --target "$work/ogen/api" --package api --clean "$doc"
+gomodule "$work/ogen" 1.24 github.com/ogen-go/ogen "$ogen"
+(cd "$work/ogen" && go build ./...)
 
 echo "-- openapi-typescript $openapi_typescript, typescript $typescript"
 npm_prefix="$cache/openapi-typescript-$openapi_typescript-typescript-$typescript"
