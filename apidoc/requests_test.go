@@ -468,6 +468,7 @@ var patternParts = []struct {
 	{`wh_[A-Za-z0-9]{1,64}`, func(g *requestGen) string { return g.id("wh_") }},
 	{`file_[A-Za-z0-9]{1,64}`, func(g *requestGen) string { return g.id("file_") }},
 	{`[0-9]+`, func(g *requestGen) string { return g.digits(1 + g.r.IntN(6)) }},
+	{`[0-9]{3,8}`, func(g *requestGen) string { return g.digits(3 + g.r.IntN(6)) }},
 	{`https?://[^\s/?#@]+(?:[/?][^\s#]*)?`, func(g *requestGen) string { return "http://127.0.0.1:9/" + g.word(1, 12) }},
 }
 
