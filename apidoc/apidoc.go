@@ -8,6 +8,10 @@
 // make against it (apitest.Validator), so the document cannot drift from the
 // code unnoticed: response schemas are closed (a field the server adds, or
 // one it drops, fails validation) and undocumented statuses are refused.
+// Error answers share one schema, so that a generated client has one error
+// type; the codes each response may carry are in its x-blueline-errors.
+// generators.sh (run by CI) generates clients from the document and compiles
+// programs against them.
 //
 // openapi.json is the source: edit it by hand. Objects are defined once
 // under components and used through $ref; fields Blueline adds to the

@@ -24,6 +24,7 @@ import (
 	"github.com/blueline-app/blueline/apitest"
 	"github.com/blueline-app/blueline/cli"
 	"github.com/blueline-app/blueline/daemontest"
+	"github.com/blueline-app/blueline/server"
 	"github.com/blueline-app/blueline/testkit"
 )
 
@@ -157,6 +158,15 @@ func TestRoutesMatchDocument(t *testing.T) {
 				// CORS answers a preflight on every path, before routing.
 				continue
 			}
+			if path == server.MCPPath {
+				// The daemon mounts the MCP endpoint in front of the API's
+				// routes; its transport is stateless and takes only POST,
+				// with a key and no scope.
+				if method != http.MethodPost || item.GetOperation(method).Security != nil || item.GetOperation(method).Extensions["x-blueline-scope"] != nil {
+					t.Errorf("%s: the MCP endpoint takes POST with a key and no scope", key)
+				}
+				continue
+			}
 			if _, ok := inCode[key]; !ok {
 				t.Errorf("%s is documented but not routed in server/routes.go", key)
 			}
@@ -164,6 +174,9 @@ func TestRoutesMatchDocument(t *testing.T) {
 		if item.Options == nil {
 			t.Errorf("%s: no OPTIONS (CORS preflight) operation", path)
 		}
+	}
+	if doc.Paths.Find(server.MCPPath) == nil {
+		t.Errorf("the MCP endpoint %s is not in the document", server.MCPPath)
 	}
 }
 
@@ -383,6 +396,13 @@ func TestLiveExchanges(t *testing.T) {
 	td.do(200, "GET", "/v1/typing"+q, nil)
 	td.do(201, "POST", "/v1/receipts", map[string]any{"from": mainLine, "to": alice})
 	td.do(200, "GET", "/v1/receipts"+q, nil)
+
+	// The MCP endpoint: the key first, then the protocol.
+	td.do(401, "POST", "/mcp", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "ping"}, "Authorization", "")
+	td.do(200, "POST", "/mcp", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{
+		"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "apidoc", "version": "1"}}},
+		"Accept", "application/json, text/event-stream")
+	td.do(400, "POST", "/mcp", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "ping"}, "Accept", "application/json")
 
 	// The sandbox, any key with an owner.
 	td.do(200, "GET", "/v1/sandbox", nil)

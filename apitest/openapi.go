@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/blueline-app/blueline/apidoc"
 	"io"
 	"net/http"
+
+	"github.com/blueline-app/blueline/apidoc"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -152,6 +153,37 @@ func (v *Validator) response(ctx context.Context, in *openapi3filter.RequestVali
 	out.SetBodyBytes(body)
 	if err := openapi3filter.ValidateResponse(ctx, out); err != nil {
 		return &ResponseError{Err: err}
+	}
+	if err := checkErrorCode(in.Route.Operation, status, body); err != nil {
+		return &ResponseError{Err: err}
+	}
+	return nil
+}
+
+// checkErrorCode holds an error answer to the codes its response lists in
+// x-blueline-errors (code: type). The document has one error schema, so
+// that client generators make one error type; which codes each status may
+// carry, and their type, is in that extension.
+func checkErrorCode(op *openapi3.Operation, status int, body []byte) error {
+	ref := op.Responses.Status(status)
+	if ref == nil || ref.Value == nil {
+		return nil
+	}
+	allowed, ok := ref.Value.Extensions["x-blueline-errors"].(map[string]any)
+	if !ok {
+		return nil
+	}
+	var e struct {
+		Error struct{ Type, Code string }
+	}
+	if err := json.Unmarshal(body, &e); err != nil {
+		return fmt.Errorf("error body: %w", err)
+	}
+	switch want, ok := allowed[e.Error.Code]; {
+	case !ok:
+		return fmt.Errorf("status %d: error code %q is not one of its x-blueline-errors", status, e.Error.Code)
+	case want != e.Error.Type:
+		return fmt.Errorf("status %d: error code %q has type %q, not %v", status, e.Error.Code, e.Error.Type, want)
 	}
 	return nil
 }
