@@ -3,6 +3,7 @@ module github.com/blueline-app/blueline
 go 1.26.8
 
 require (
+	github.com/blueline-app/blueline/client v0.0.0-00010101000000-000000000000
 	github.com/caddyserver/certmagic v0.25.6
 	github.com/chromedp/chromedp v0.23.0
 	github.com/fsnotify/fsnotify v1.10.1
@@ -77,3 +78,7 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
+
+// The Go client is this repository's client/ (see go.work); a release tags
+// it as client/vX.Y.Z beside the daemon's vX.Y.Z.
+replace github.com/blueline-app/blueline/client => ./client

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/blueline-app/blueline/admin"
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/storage"
 )
 

@@ -2,7 +2,7 @@
 // (keys, the simulated network, sandboxes, webhooks' deliveries, the
 // console's sign-in, backups) and the API as the host, for the command line
 // on this host. The socket itself, and who may reach it, is package
-// adminsock; the shapes are in api; the client is client.Admin.
+// adminsock; the shapes are in api; the client is adminsock.Client.
 package admin
 
 import (
@@ -13,8 +13,8 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
-	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/httpapi"
 	"github.com/blueline-app/blueline/storage"
 )

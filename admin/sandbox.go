@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/handle"
 	"github.com/blueline-app/blueline/httpapi"
 	"github.com/blueline-app/blueline/storage"

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/blueline-app/blueline/admin"
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/testkit"
 	"github.com/blueline-app/blueline/webhook"
 )

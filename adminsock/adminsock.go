@@ -1,7 +1,7 @@
 // Package adminsock is the admin socket's transport: where it is, and the
 // checks each end makes of the other before trusting it (the folder it is
 // in, the process at the other end). The daemon listens on it; the command
-// line dials it (client.Admin).
+// line dials it (adminsock.Client).
 package adminsock
 
 import (

@@ -461,7 +461,7 @@ func TestDialNoDaemon(t *testing.T) {
 	}
 }
 
-// ping is the command line's request over the socket (client.Admin's):
+// ping is the command line's request over the socket (adminsock.Client's):
 // GET /ping through dial, its JSON answer decoded into out, a failure to
 // dial reported without the request's URL.
 func ping(ctx context.Context, dial func(ctx context.Context, network, addr string) (net.Conn, error), out any) error {

@@ -19,10 +19,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/apidoc"
 	"github.com/blueline-app/blueline/apitest"
 	"github.com/blueline-app/blueline/cli"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/daemontest"
 	"github.com/blueline-app/blueline/server"
 	"github.com/blueline-app/blueline/testkit"

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blueline-app/blueline/webhook/signature"
+	"github.com/blueline-app/blueline/client/webhook/signature"
 )
 
 // Hook is one request a Receiver got: a webhook delivery.

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/blueline-app/blueline/apitest"
+	"github.com/blueline-app/blueline/client/webhook/signature"
 	"github.com/blueline-app/blueline/testkit"
-	"github.com/blueline-app/blueline/webhook/signature"
 )
 
 // deliver posts a delivery of body to rc, signed with secret at ts (Unix

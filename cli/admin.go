@@ -15,15 +15,16 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/blueline-app/blueline/adminsock"
 	"github.com/blueline-app/blueline/client"
 )
 
-func (a *app) adminClient() (*client.Admin, error) {
+func (a *app) adminClient() (*adminsock.Client, error) {
 	cfg, err := a.config()
 	if err != nil {
 		return nil, err
 	}
-	return client.NewAdmin(cfg.DataDir()), nil
+	return adminsock.NewClient(cfg.DataDir()), nil
 }
 
 // adminDo makes an admin request and decodes its answer into out.

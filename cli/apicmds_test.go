@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/daemontest"
 )
 

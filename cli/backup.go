@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/blueline-app/blueline/adminsock"
-	"github.com/blueline-app/blueline/client"
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -50,7 +49,7 @@ func (a *app) backup(ctx context.Context, target string, force bool) error {
 	if err != nil {
 		return err
 	}
-	body, err := client.NewAdmin(cfg.DataDir()).Stream(ctx, "/backup")
+	body, err := adminsock.NewClient(cfg.DataDir()).Stream(ctx, "/backup")
 	if err != nil {
 		return adminError(err)
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/blueline-app/blueline/adminsock"
-	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/client"
+	"github.com/blueline-app/blueline/client/api"
 )
 
 // The client commands (send, react, typing, read, lines, chats, messages,
@@ -87,7 +87,7 @@ func (a *app) connect(f *apiFlags, wrap func(http.RoundTripper) http.RoundTrippe
 	if err != nil {
 		return nil, err
 	}
-	hc := client.NewAdmin(cfg.DataDir()).HTTPClient()
+	hc := adminsock.NewClient(cfg.DataDir()).HTTPClient()
 	rt := hc.Transport
 	if owner := strings.TrimSpace(f.owner); owner != "" {
 		rt = ownerTransport{owner: owner, next: rt}

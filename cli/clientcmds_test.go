@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/blueline-app/blueline/adminsock"
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/daemontest"
 )

@@ -16,9 +16,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/blueline-app/blueline/adminsock"
-	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge/messages"
 	"github.com/blueline-app/blueline/bridge/messages/chatdb"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/handle"
 )

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client/api"
 )
 
 // The status names each node, line and asset, a node down and a line

@@ -19,8 +19,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/client"
+	"github.com/blueline-app/blueline/client/api"
 )
 
 // envListenSecret is the secret listen signs with when --secret is not given.

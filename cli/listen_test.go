@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/client"
+	"github.com/blueline-app/blueline/client/api"
 )
 
 // streamRaw is an event body as GET /v1/events sends it, with characters

@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge"
+	"github.com/blueline-app/blueline/client/api"
 )
 
 // simCommands lists the sim subcommands, for the usage errors.

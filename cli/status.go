@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/blueline-app/blueline/adminsock"
-	"github.com/blueline-app/blueline/client"
 )
 
 // pingTimeout bounds status's question to the daemon.
@@ -84,7 +83,7 @@ func (a *app) status(ctx context.Context) (statusReport, error) {
 	defer cancel()
 	// The cheapest admin read there is (no ping route: server/ is not ours
 	// to change here).
-	if err := client.NewAdmin(r.DataDir).Do(pctx, http.MethodGet, "/keys", nil, nil); err != nil {
+	if err := adminsock.NewClient(r.DataDir).Do(pctx, http.MethodGet, "/keys", nil, nil); err != nil {
 		r.DaemonError = err.Error()
 		return r, fmt.Errorf("%v (service: %s)", err, r.Service)
 	}

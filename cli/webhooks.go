@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/client"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/webhook"
 )

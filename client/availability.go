@@ -3,7 +3,7 @@ package client
 import (
 	"context"
 
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client/api"
 )
 
 // AvailabilityService answers whether a handle is reachable on iMessage

@@ -16,8 +16,18 @@
 // ErrInvalidRequest. The client never retries by itself: a write may be
 // retried safely with the same IdempotencyKey.
 //
-// The JSON shapes are package api's; this package imports nothing of the
-// daemon beyond them and the webhook signature scheme.
+// Optional fields of what the API answers are pointers: a message's Text
+// is nil when it has no text (a file, a voice memo), as the API's null.
+//
+// Events.Stream follows the event stream without a webhook (scope
+// webhooks:read, and messages:read for the message events). It yields a
+// network error without ending: the loop goes on and the stream resumes
+// from the last event it yielded; an API error is the last thing it
+// yields (see the Stream example).
+//
+// The JSON shapes are package api's (github.com/blueline-app/blueline/client/api).
+// This module imports nothing of the daemon, and needs only the Go its
+// go.mod names (1.23), older than the daemon's.
 package client
 
 import (
@@ -171,7 +181,7 @@ func (c *Client) do(ctx context.Context, r request, out any) (http.Header, error
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		return resp.Header, errorFrom(resp)
+		return resp.Header, ResponseError(resp)
 	}
 	if out != nil {
 		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {

@@ -82,8 +82,9 @@ func (e *Error) Is(target error) bool {
 // maxErrorBody is how much of an error answer is read.
 const maxErrorBody = 64 << 10
 
-// errorFrom reads resp, an answer other than a 2xx, as an *Error.
-func errorFrom(resp *http.Response) *Error {
+// ResponseError reads resp, an answer other than a 2xx, as an *Error: the
+// API's error shape, or what the body says when it is not in it.
+func ResponseError(resp *http.Response) *Error {
 	e := &Error{Status: resp.StatusCode, RequestID: resp.Header.Get("X-Request-Id"),
 		RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))

@@ -12,8 +12,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
-	"github.com/blueline-app/blueline/sse"
+	"github.com/blueline-app/blueline/client/api"
+	"github.com/blueline-app/blueline/client/sse"
 )
 
 // EventService follows GET /v1/events: the events webhooks receive, as they
@@ -51,16 +51,18 @@ type StreamedEvent struct {
 // broke.
 const reconnectWait = time.Second
 
-// Stream yields the events of p as they happen, until ctx ends. A stream
+// Stream yields the events of p as they happen, until ctx ends. The key
+// needs webhooks:read, and messages:read for the message events. A stream
 // that ends is followed again where the server said it got to (the last
 // event ID, sent back as Last-Event-ID), so nothing the server still keeps
 // is lost or repeated. The server ends each stream after a lifetime (an
 // hour by default): that stream is followed again at once, and nothing is
 // yielded. A stream that breaks (the server restarted, the network dropped)
 // is followed again after a second, and yielded as an error too, without
-// ending it, so a caller can say so. An answer that is an API error (a bad
-// or revoked key, a refused parameter, too many streams) ends the stream
-// with that *Error.
+// ending it, so a caller can say so and go on: such an error is not
+// fatal, and breaking out of the loop on it would stop following. An answer
+// that is an API error (a bad or revoked key, a refused parameter, too many
+// streams) ends the stream with that *Error, the last thing yielded.
 func (s *EventService) Stream(ctx context.Context, p EventStreamParams) iter.Seq2[StreamedEvent, error] {
 	return func(yield func(StreamedEvent, error) bool) {
 		resume := ""         // the stream's last event ID
@@ -87,7 +89,7 @@ func (s *EventService) Stream(ctx context.Context, p EventStreamParams) iter.Seq
 			if errors.Is(err, errStopped) || ctx.Err() != nil {
 				return
 			}
-			if _, ok := errors.AsType[*Error](err); ok {
+			if apiErr := (*Error)(nil); errors.As(err, &apiErr) {
 				yield(StreamedEvent{}, err)
 				return
 			}
@@ -136,7 +138,7 @@ func (s *EventService) follow(ctx context.Context, q url.Values, resume string, 
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		return "", errorFrom(resp)
+		return "", ResponseError(resp)
 	}
 	r := sse.NewReader(resp.Body)
 	for {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"iter"
 
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client/api"
 )
 
 // errCursorLoop stops a walk whose server answers the same cursor again.

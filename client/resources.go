@@ -8,7 +8,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client/api"
 )
 
 // FileService uploads files and hands out their download URLs (/v1/files).
@@ -76,7 +76,7 @@ func (s *FileService) Get(ctx context.Context, id string) (*FileURL, error) {
 		if resp.StatusCode/100 == 2 {
 			return nil, fmt.Errorf("blueline: GET /v1/files answered %d without a redirect", resp.StatusCode)
 		}
-		return nil, errorFrom(resp)
+		return nil, ResponseError(resp)
 	}
 	u, err := req.URL.Parse(loc) // a relative Location is relative to the request
 	if err != nil {
@@ -105,7 +105,7 @@ func (s *FileService) Download(ctx context.Context, id string) (io.ReadCloser, e
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
-		return nil, errorFrom(resp)
+		return nil, ResponseError(resp)
 	}
 	return resp.Body, nil
 }

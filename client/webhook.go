@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
-	"github.com/blueline-app/blueline/webhook/signature"
+	"github.com/blueline-app/blueline/client/api"
+	"github.com/blueline-app/blueline/client/webhook/signature"
 )
 
 // The headers of a webhook delivery.

@@ -7,7 +7,7 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client/api"
 )
 
 // apiError is an error answer of the API or the admin socket, in the

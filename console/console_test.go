@@ -14,8 +14,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/blueline-app/blueline/api"
-	"github.com/blueline-app/blueline/client"
+	"github.com/blueline-app/blueline/adminsock"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/daemontest"
 )
 
@@ -32,7 +32,7 @@ type env struct {
 	t     *testing.T
 	d     *daemontest.Daemon
 	base  string
-	admin *client.Admin
+	admin *adminsock.Client
 }
 
 func start(t *testing.T, extra string) *env {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/blueline-app/blueline/sse"
+	"github.com/blueline-app/blueline/client/sse"
 	"github.com/blueline-app/blueline/storage"
 )
 

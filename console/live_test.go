@@ -14,8 +14,8 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
-	"github.com/blueline-app/blueline/sse"
+	"github.com/blueline-app/blueline/client/api"
+	"github.com/blueline-app/blueline/client/sse"
 )
 
 // A chat's live stream: it lives no longer than its session, a session

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/bridge/messages"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/storage"
 )
 

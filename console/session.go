@@ -19,7 +19,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/listener"
 	"github.com/blueline-app/blueline/server"
 	"github.com/blueline-app/blueline/storage"

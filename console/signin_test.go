@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/apitest"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/daemontest"
 	"github.com/blueline-app/blueline/testkit"
 )

@@ -9,10 +9,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/bridge/messages"
 	"github.com/blueline-app/blueline/bridge/sim"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/metrics"
 	"github.com/blueline-app/blueline/storage"

@@ -16,10 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/adminsock"
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/bridge/sim"
 	"github.com/blueline-app/blueline/client"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/daemon"
 	"github.com/blueline-app/blueline/storage"
@@ -131,7 +132,7 @@ func get(t *testing.T, d *daemon.Daemon, path, key string) answer {
 func createKey(t *testing.T, cfg *config.Config) api.KeyInfo {
 	t.Helper()
 	var info api.KeyInfo
-	if err := client.NewAdmin(cfg.DataDir()).Do(context.Background(), http.MethodPost, "/keys", api.KeyRequest{Label: "test", Scopes: "all"}, &info); err != nil {
+	if err := adminsock.NewClient(cfg.DataDir()).Do(context.Background(), http.MethodPost, "/keys", api.KeyRequest{Label: "test", Scopes: "all"}, &info); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(info.Secret, "sk_") {
@@ -241,7 +242,7 @@ func TestDashboardOff(t *testing.T) {
 		}
 	}
 	// The admin socket has no dashboard commands then.
-	err := client.NewAdmin(cfg.DataDir()).Do(context.Background(), http.MethodPost, "/dashboard/link", map[string]string{}, nil)
+	err := adminsock.NewClient(cfg.DataDir()).Do(context.Background(), http.MethodPost, "/dashboard/link", map[string]string{}, nil)
 	var ce *client.Error
 	if !errors.As(err, &ce) || ce.Code != "dashboard_disabled" {
 		t.Errorf("dashboard link with the console off: %v", err)
@@ -251,7 +252,7 @@ func TestDashboardOff(t *testing.T) {
 func TestAdminSocket(t *testing.T) {
 	cfg := newConfig(t)
 	d := start(t, cfg)
-	admin := client.NewAdmin(cfg.DataDir())
+	admin := adminsock.NewClient(cfg.DataDir())
 	ctx := context.Background()
 	var keys api.List[api.KeyInfo]
 	if err := admin.Do(ctx, http.MethodGet, "/keys", nil, &keys); err != nil {
@@ -313,7 +314,7 @@ func TestAccessors(t *testing.T) {
 		t.Errorf("GET /v1/messages: %d %s", a.status, a.body)
 	}
 	// A contact typing shows until it stops.
-	if err := client.NewAdmin(cfg.DataDir()).Do(ctx, http.MethodPost, "/sim/typing", api.SimTyping{Line: mainLine, From: alice, State: "on"}, nil); err != nil {
+	if err := adminsock.NewClient(cfg.DataDir()).Do(ctx, http.MethodPost, "/sim/typing", api.SimTyping{Line: mainLine, From: alice, State: "on"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if ind := d.TypingIndicators(res.Message.ChatID, time.Now()); len(ind) != 1 || ind[0].Handle != alice {
@@ -346,7 +347,7 @@ func TestShutdownAndRestart(t *testing.T) {
 		t.Errorf("the API still accepts connections on %s", addr)
 	}
 	ctx := context.Background()
-	if err := client.NewAdmin(cfg.DataDir()).Do(ctx, http.MethodGet, "/keys", nil, nil); err == nil {
+	if err := adminsock.NewClient(cfg.DataDir()).Do(ctx, http.MethodGet, "/keys", nil, nil); err == nil {
 		t.Errorf("the admin socket still answers")
 	}
 

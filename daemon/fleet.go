@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/fleet"
 	"github.com/blueline-app/blueline/fleet/route"

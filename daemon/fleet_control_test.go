@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
-	"github.com/blueline-app/blueline/client"
+	"github.com/blueline-app/blueline/adminsock"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/daemon"
 	"github.com/blueline-app/blueline/daemontest"
 	"github.com/blueline-app/blueline/testkit"
@@ -324,7 +324,7 @@ func TestFleetJoin(t *testing.T) {
 		t.Fatalf("the fleet's key on the host that joined: %d", a.status)
 	}
 	var info api.KeyInfo
-	if err := client.NewAdmin(second.DataDir()).Do(context.Background(), http.MethodPost, "/keys", api.KeyRequest{Label: "b", Scopes: "all"}, &info); err != nil {
+	if err := adminsock.NewClient(second.DataDir()).Do(context.Background(), http.MethodPost, "/keys", api.KeyRequest{Label: "b", Scopes: "all"}, &info); err != nil {
 		t.Fatal(err)
 	}
 	shutdown(t, d2)

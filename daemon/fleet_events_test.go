@@ -11,14 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/apitest"
 	"github.com/blueline-app/blueline/client"
+	"github.com/blueline-app/blueline/client/api"
+	"github.com/blueline-app/blueline/client/webhook/signature"
 	"github.com/blueline-app/blueline/daemontest"
 	"github.com/blueline-app/blueline/fleet/relay"
 	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/testkit"
-	"github.com/blueline-app/blueline/webhook/signature"
 )
 
 // fleetWebhooks is a fleet's [webhooks]: receivers on loopback over plain

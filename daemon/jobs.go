@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge"
+	"github.com/blueline-app/blueline/client/api"
 
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/delivery"

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/adminsock"
 	"github.com/blueline-app/blueline/bridge/messages/chatdb/chatdbtest"
-	"github.com/blueline-app/blueline/client"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/daemon"
 	"github.com/blueline-app/blueline/testkit"
@@ -116,7 +116,7 @@ func TestMessagesLine(t *testing.T) {
 	}
 	// The metrics, on the admin socket, count the Messages line's chat.db
 	// rows, and only its.
-	body, err := client.NewAdmin(cfg.DataDir()).Stream(context.Background(), "/metrics")
+	body, err := adminsock.NewClient(cfg.DataDir()).Stream(context.Background(), "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

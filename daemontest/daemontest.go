@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
-	"github.com/blueline-app/blueline/client"
+	"github.com/blueline-app/blueline/adminsock"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/daemon"
 )
@@ -137,7 +137,7 @@ type Daemon struct {
 	dataDir string
 	d       *daemon.Daemon
 	url     string
-	admin   *client.Admin
+	admin   *adminsock.Client
 }
 
 // New writes the test configuration, extra appended, in a temporary
@@ -147,7 +147,7 @@ func New(t testing.TB, extra string) *Daemon {
 	t.Helper()
 	td := &Daemon{t: t}
 	td.cfgPath, td.dataDir = WriteConfig(t, extra)
-	td.admin = client.NewAdmin(td.dataDir)
+	td.admin = adminsock.NewClient(td.dataDir)
 	t.Cleanup(td.Stop)
 	return td
 }
@@ -197,7 +197,7 @@ func (td *Daemon) ConfigPath() string { return td.cfgPath }
 func (td *Daemon) DataDir() string { return td.dataDir }
 
 // Admin is a client of the daemon's admin socket, as the host's operator.
-func (td *Daemon) Admin() *client.Admin { return td.admin }
+func (td *Daemon) Admin() *adminsock.Client { return td.admin }
 
 // Key creates an API key through the admin socket and returns its secret:
 // scopes "" is all, label "" is "test", lines none is every line.

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
-	"github.com/blueline-app/blueline/client"
+	"github.com/blueline-app/blueline/adminsock"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/daemon"
 	"github.com/blueline-app/blueline/testkit"
 )
@@ -68,7 +68,7 @@ func Fleet(t testing.TB, n int, extra string) []*Daemon {
 		if err := os.WriteFile(td.cfgPath, []byte(FleetConfig(td.dataDir, i, routes, extra)), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		td.admin = client.NewAdmin(td.dataDir)
+		td.admin = adminsock.NewClient(td.dataDir)
 		t.Cleanup(td.Stop)
 		nodes[i] = td
 	}

@@ -271,7 +271,9 @@ type listed struct {
 	Error                      *struct{ Err string }
 }
 
-// readGraph runs `go list` at the repository's root for each platform.
+// readGraph runs `go list` at the repository's root for each platform, on
+// both modules of the workspace (the daemon's, and the Go client's in
+// client/, whose packages are named from the root like the others).
 // Imports lists what a package's non-test files import (its test files'
 // imports are in TestImports and XTestImports, which are left out).
 func readGraph(t *testing.T) *graph {
@@ -279,7 +281,7 @@ func readGraph(t *testing.T) *graph {
 	g := &graph{imports: map[string]map[string]bool{}, files: map[string]map[string]bool{}}
 	for _, goos := range platforms() {
 		// `go test` puts the go command of its own GOROOT first in PATH.
-		cmd := exec.Command("go", "list", "-e", "-json=ImportPath,Dir,Module,GoFiles,CgoFiles,Imports,Error", "./...")
+		cmd := exec.Command("go", "list", "-e", "-json=ImportPath,Dir,Module,GoFiles,CgoFiles,Imports,Error", "./...", "./client/...")
 		cmd.Dir = ".." // the repository's root
 		cmd.Env = append(os.Environ(), "GOOS="+goos)
 		var stderr bytes.Buffer
@@ -288,6 +290,7 @@ func readGraph(t *testing.T) *graph {
 		if err != nil {
 			t.Fatalf("GOOS=%s go list ./...: %v\n%s", goos, err, stderr.Bytes())
 		}
+		var pkgs []listed
 		dec := json.NewDecoder(bytes.NewReader(out))
 		for {
 			var p listed
@@ -302,7 +305,14 @@ func readGraph(t *testing.T) *graph {
 			if p.Error != nil && !strings.Contains(p.Error.Err, "build constraints exclude all Go files") {
 				t.Fatalf("GOOS=%s go list: package %s: %s\n(the import graph cannot be read until that is fixed)", goos, p.ImportPath, p.Error.Err)
 			}
-			g.module, g.root = p.Module.Path, p.Module.Dir
+			// The root's module has the shortest path: the client's is
+			// within it.
+			if g.module == "" || len(p.Module.Path) < len(g.module) {
+				g.module, g.root = p.Module.Path, p.Module.Dir
+			}
+			pkgs = append(pkgs, p)
+		}
+		for _, p := range pkgs {
 			name := g.name(p.ImportPath)
 			if g.imports[name] == nil {
 				g.imports[name], g.files[name] = map[string]bool{}, map[string]bool{}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/blueline-app/blueline/webhook/signature"
+	"github.com/blueline-app/blueline/client/webhook/signature"
 )
 
 // `blueline webhooks test` sends one signed test event of a subscribed type

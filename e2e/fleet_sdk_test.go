@@ -4,8 +4,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/apitest"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/daemontest"
 )
 

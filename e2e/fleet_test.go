@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blueline-app/blueline/client"
+	"github.com/blueline-app/blueline/adminsock"
 	"github.com/blueline-app/blueline/daemontest"
 	"github.com/blueline-app/blueline/testkit"
 )
@@ -172,7 +172,7 @@ func TestFleetNodeKilled(t *testing.T) {
 func (p *fleetProc) webhookAttempts(id string) []map[string]any {
 	p.t.Helper()
 	var page struct{ Data []map[string]any }
-	if err := client.NewAdmin(p.dataDir).Do(context.Background(), http.MethodGet, "/webhooks/attempts?limit=1000&webhook="+id, nil, &page); err != nil {
+	if err := adminsock.NewClient(p.dataDir).Do(context.Background(), http.MethodGet, "/webhooks/attempts?limit=1000&webhook="+id, nil, &page); err != nil {
 		p.t.Fatal(err)
 	}
 	return page.Data

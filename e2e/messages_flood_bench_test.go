@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge/messages/chatdb/chatdbtest"
 	"github.com/blueline-app/blueline/bridge/messages/typedstream"
+	"github.com/blueline-app/blueline/client/api"
 )
 
 // BenchmarkMessagesICloudFlood is Messages in iCloud writing 10,000 old

@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/adminsock"
 	"github.com/blueline-app/blueline/apitest"
 	"github.com/blueline-app/blueline/client"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/testkit"
 )
 
@@ -291,7 +292,7 @@ func TestSimChangesRefused(t *testing.T) {
 
 	// The daemon refuses, in the API's error shape, what the CLI would
 	// not send.
-	admin := client.NewAdmin(td.dataDir)
+	admin := adminsock.NewClient(td.dataDir)
 	for _, c := range []struct {
 		path  string
 		body  any

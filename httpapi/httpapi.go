@@ -16,7 +16,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/handle"
 	"github.com/blueline-app/blueline/storage"
 )

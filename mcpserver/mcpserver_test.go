@@ -18,8 +18,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/blueline-app/blueline/adminsock"
-	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/client"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/daemontest"
 	"github.com/blueline-app/blueline/mcpserver"
 	"github.com/blueline-app/blueline/testkit"

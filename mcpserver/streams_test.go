@@ -10,7 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/testkit"
 )
 

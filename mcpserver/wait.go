@@ -12,8 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/client"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/handle"
 )
 

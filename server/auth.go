@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/httpapi"
 
 	"github.com/blueline-app/blueline/listener"

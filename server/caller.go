@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/listener"
 	"github.com/blueline-app/blueline/storage"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/server"
 	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/testkit"

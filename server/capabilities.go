@@ -1,7 +1,7 @@
 package server
 
 import (
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/httpapi"
 	"github.com/blueline-app/blueline/storage"
 )

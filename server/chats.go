@@ -6,7 +6,7 @@ import (
 
 	"github.com/blueline-app/blueline/httpapi"
 
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/storage"
 )
 

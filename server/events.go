@@ -11,8 +11,8 @@ import (
 
 	"github.com/blueline-app/blueline/httpapi"
 
-	"github.com/blueline-app/blueline/api"
-	"github.com/blueline-app/blueline/sse"
+	"github.com/blueline-app/blueline/client/api"
+	"github.com/blueline-app/blueline/client/sse"
 	"github.com/blueline-app/blueline/storage"
 )
 

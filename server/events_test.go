@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/client"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/testkit"
 )
 

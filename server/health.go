@@ -3,7 +3,7 @@ package server
 import (
 	"net/http"
 
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/httpapi"
 
 	"github.com/blueline-app/blueline/apidoc"

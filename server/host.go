@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/storage"
 )
 

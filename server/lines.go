@@ -6,7 +6,7 @@ import (
 
 	"github.com/blueline-app/blueline/httpapi"
 
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client/api"
 )
 
 // listLines returns every line the key may use. The list is short and

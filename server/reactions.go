@@ -8,8 +8,8 @@ import (
 
 	"github.com/blueline-app/blueline/httpapi"
 
-	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/storage"
 )
 

@@ -16,9 +16,9 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client/api"
+	"github.com/blueline-app/blueline/client/sse"
 	"github.com/blueline-app/blueline/listener"
-	"github.com/blueline-app/blueline/sse"
 	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/webhook"
 )

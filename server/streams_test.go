@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/bridge/sim"
 	"github.com/blueline-app/blueline/client"
-	"github.com/blueline-app/blueline/sse"
+	"github.com/blueline-app/blueline/client/api"
+	"github.com/blueline-app/blueline/client/sse"
 	"github.com/blueline-app/blueline/testkit"
 )
 

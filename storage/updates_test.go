@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/bridge"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/storage"
 )
 

@@ -16,13 +16,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/apitest"
+	"github.com/blueline-app/blueline/client/api"
+	"github.com/blueline-app/blueline/client/webhook/signature"
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/metrics"
 	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/webhook"
-	"github.com/blueline-app/blueline/webhook/signature"
 )
 
 const (

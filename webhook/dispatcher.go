@@ -27,9 +27,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client/api"
+	"github.com/blueline-app/blueline/client/webhook/signature"
 	"github.com/blueline-app/blueline/storage"
-	"github.com/blueline-app/blueline/webhook/signature"
 )
 
 // Options tune the dispatcher: the daemon passes [webhooks]'s settings.

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client/api"
+	"github.com/blueline-app/blueline/client/webhook/signature"
 	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/webhook"
-	"github.com/blueline-app/blueline/webhook/signature"
 )
 
 // A test event is signed and posted as a delivery is, marked "test", and

@@ -13,12 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/client/webhook/signature"
 	"github.com/blueline-app/blueline/fleet"
 	"github.com/blueline-app/blueline/fleet/relay"
 	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/testkit"
 	"github.com/blueline-app/blueline/webhook"
-	"github.com/blueline-app/blueline/webhook/signature"
 )
 
 var ctx = context.Background()

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/fleet"
 	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/webhook"

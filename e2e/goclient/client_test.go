@@ -1,4 +1,7 @@
-package client_test
+// The Go client (the module in client/) against a real daemon. The
+// client module imports nothing of the daemon's, so its tests that need
+// one live here, in the daemon's module.
+package goclient_test
 
 import (
 	"bytes"
@@ -15,12 +18,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/apitest"
 	"github.com/blueline-app/blueline/client"
+	"github.com/blueline-app/blueline/client/api"
+	"github.com/blueline-app/blueline/client/webhook/signature"
 	"github.com/blueline-app/blueline/daemontest"
 	"github.com/blueline-app/blueline/testkit"
-	"github.com/blueline-app/blueline/webhook/signature"
 )
 
 // Handles of the test configuration.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/blueline-app/blueline/sse"
+	"github.com/blueline-app/blueline/client/sse"
 )
 
 // hostile is data as a contact may write it: every line end SSE knows,

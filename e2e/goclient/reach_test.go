@@ -1,12 +1,12 @@
-package client_test
+package goclient_test
 
 import (
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/client"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/testkit"
 )
 

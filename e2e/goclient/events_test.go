@@ -1,4 +1,4 @@
-package client_test
+package goclient_test
 
 import (
 	"context"
@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/blueline-app/blueline/adminsock"
-	"github.com/blueline-app/blueline/api"
 	"github.com/blueline-app/blueline/client"
+	"github.com/blueline-app/blueline/client/api"
 )
 
 // The event stream: events as they happen, filtered by kind and line, with

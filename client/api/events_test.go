@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blueline-app/blueline/api"
+	"github.com/blueline-app/blueline/client/api"
 )
 
 // event marshals data as the data of an event of type typ, as a webhook

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blueline-app/blueline/webhook/signature"
+	"github.com/blueline-app/blueline/client/webhook/signature"
 )
 
 const (
