@@ -188,10 +188,13 @@ func TestCrashDuringHistoryImport(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	chatDB := longUsedChatDB(t, dir, 40_000)
+	// Three of the import's transactions (storage.importTxSize, 40,000
+	// messages), so that kills fall between two.
+	chatDB := longUsedChatDB(t, dir, 90_000)
 	want := historyMessages(t, chatDB)
 	td, write := processTestDaemon(t)
-	write(fmt.Sprintf("\n[[lines]]\nhandle = %q\nbridge = \"messages\"\nchat_db = %q\nosascript = \"/bin/false\"\nhelper_port = %d\n",
+	// No rate limit: the checks list every message, page after page.
+	write(fmt.Sprintf("\n[[lines]]\nhandle = %q\nbridge = \"messages\"\nchat_db = %q\nosascript = \"/bin/false\"\nhelper_port = %d\n[limits]\nrequests_per_hour = 0\n",
 		macLine, chatDB, freeTCPPort(t)))
 	logs := filepath.Join(t.TempDir(), "log")
 	start := func() (*exec.Cmd, *os.File) {
