@@ -35,6 +35,22 @@ func listAll(t *testing.T, db *DB, chatID string, size int) []Message {
 	}
 }
 
+// openMessagesLine opens a database in a temporary folder with one line
+// on the Messages bridge.
+func openMessagesLine(t *testing.T) (*DB, Line) {
+	t.Helper()
+	db, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	lines, err := db.SyncLines(context.Background(), []Line{{Handle: "+15550000001", Service: "imessage", Bridge: "messages"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, lines[0]
+}
+
 func sameJSON(t *testing.T, what string, got, want any) {
 	t.Helper()
 	if reflect.DeepEqual(got, want) {
@@ -354,16 +370,7 @@ func TestHistoryID(t *testing.T) {
 // between is read again, so that neither change is lost.
 func TestImportKeepsOthersChanges(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	lines, err := db.SyncLines(ctx, []Line{{Handle: "+15550000001", Service: "imessage", Bridge: "messages"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	line := lines[0]
+	db, line := openMessagesLine(t)
 	dm := Chat{ID: NewID("cht_"), LineID: line.ID, GUID: "iMessage;-;+15551110001", Identifier: "+15551110001", Service: "imessage"}
 	quiet := Chat{ID: NewID("cht_"), LineID: line.ID, GUID: "iMessage;-;+15551110002", Identifier: "+15551110002", Service: "imessage"}
 	n := 0
@@ -413,16 +420,7 @@ func TestImportKeepsOthersChanges(t *testing.T) {
 // with what the transactions before it committed.
 func TestImportHistoryPages(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	lines, err := db.SyncLines(ctx, []Line{{Handle: "+15550000001", Service: "imessage", Bridge: "messages"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	line := lines[0]
+	db, line := openMessagesLine(t)
 	const pageSize = 2000
 	pageOf := func(chat string, p int) []Inbound {
 		c := Chat{ID: NewID("cht_"), LineID: line.ID, GUID: "iMessage;-;" + chat, Identifier: chat, Service: "imessage"}
@@ -452,7 +450,7 @@ func TestImportHistoryPages(t *testing.T) {
 		t.Fatalf("importTxSize is %d: make the pages below fit it", importTxSize)
 	}
 	pages := txPages + 3
-	_, err = db.ImportHistoryPages(ctx, line.ID, func(yield func([]Inbound, error) bool) {
+	_, err := db.ImportHistoryPages(ctx, line.ID, func(yield func([]Inbound, error) bool) {
 		for p := range pages {
 			page := pageOf("+15551110001", p)
 			switch p {
