@@ -207,6 +207,8 @@ type EventSubject struct {
 	Reaction   *Reaction   `json:"reaction,omitempty"`
 	Receipt    *Receipt    `json:"receipt,omitempty"`
 	ChatUpdate *ChatUpdate `json:"chat_update,omitempty"`
+	// Contact is a contact opting out of the line's messages or back in.
+	Contact *ContactChange `json:"contact,omitempty"`
 }
 
 // queueEvent records an event and creates a delivery of it for each active
