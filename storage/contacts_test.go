@@ -142,8 +142,15 @@ func TestBlockedContacts(t *testing.T) {
 	}
 	seq, _ := db.LastEventSeq(ctx)
 	res := textFrom(t, db, line, contact, "still here", "")
+	if _, _, err := db.ApplyReaction(ctx, storage.Reaction{MessageID: res.Message.ID, ChatID: chat.ID, LineID: line.ID, Type: "love",
+		Sender: contact, Added: true, SentAt: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.RecordRead(ctx, chat.ID, contact, 3); err != nil {
+		t.Fatal(err)
+	}
 	if got := eventNames(t, db, seq); len(got) != 0 {
-		t.Errorf("a blocked contact's message made events %q", got)
+		t.Errorf("a blocked contact's message, tapback and receipt made events %q", got)
 	}
 	msgs, _, err := db.ListMessages(ctx, chat.ID, nil, 10)
 	if err != nil || len(msgs) != 2 || msgs[0].ID != res.Message.ID {

@@ -675,8 +675,7 @@ func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, h *historyTx) (r
 			return res, err
 		}
 	}
-	// A blocked contact's message is stored, and no one is told of it.
-	if events && (m.IsFromMe || !blocked(tx, c.LineID, m.Sender)) {
+	if events {
 		event := api.EventMessageReceived
 		if m.IsFromMe {
 			event = api.EventMessageSent // sent from the owner's other devices
