@@ -31,13 +31,18 @@ func (s *Server) blockedLine(r *http.Request, from string) (storage.Line, error)
 	return line, err
 }
 
+// queryBlockedLine is blockedLine for the line named by ?from=.
+func (s *Server) queryBlockedLine(r *http.Request) (storage.Line, error) {
+	from, err := queryHandle(r, "from")
+	if err != nil {
+		return storage.Line{}, err
+	}
+	return s.blockedLine(r, from)
+}
+
 func (s *Server) listBlocked(w http.ResponseWriter, r *http.Request) error {
 	if wantsCSV(r) {
 		return s.exportBlocked(w, r)
-	}
-	from, err := queryHandle(r, "from")
-	if err != nil {
-		return err
 	}
 	limit, err := parseLimit(r)
 	if err != nil {
@@ -47,7 +52,7 @@ func (s *Server) listBlocked(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	line, err := s.blockedLine(r, from)
+	line, err := s.queryBlockedLine(r)
 	if err != nil {
 		return err
 	}
@@ -89,11 +94,7 @@ func wantsCSV(r *http.Request) bool {
 // `handle`, then one handle per row, in handle order; what POST
 // /v1/contacts/blocked.csv reads back.
 func (s *Server) exportBlocked(w http.ResponseWriter, r *http.Request) error {
-	from, err := queryHandle(r, "from")
-	if err != nil {
-		return err
-	}
-	line, err := s.blockedLine(r, from)
+	line, err := s.queryBlockedLine(r)
 	if err != nil {
 		return err
 	}
@@ -170,11 +171,7 @@ func (s *Server) unblockContact(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return httpapi.BadHandle("handle", raw, err)
 	}
-	from, err := queryHandle(r, "from")
-	if err != nil {
-		return err
-	}
-	line, err := s.blockedLine(r, from)
+	line, err := s.queryBlockedLine(r)
 	if err != nil {
 		return err
 	}
@@ -193,10 +190,6 @@ func (s *Server) unblockContact(w http.ResponseWriter, r *http.Request) error {
 // in one transaction: the rows that hold a valid handle are added, and
 // the others reported, each with why.
 func (s *Server) importBlocked(w http.ResponseWriter, r *http.Request) error {
-	from, err := queryHandle(r, "from")
-	if err != nil {
-		return err
-	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "text/csv" {
 		return httpapi.InvalidRequest("invalid_csv", "", "Send the file with Content-Type: text/csv: a header row `handle`, then one handle per row.")
 	}
@@ -204,7 +197,7 @@ func (s *Server) importBlocked(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	line, err := s.blockedLine(r, from)
+	line, err := s.queryBlockedLine(r)
 	if err != nil {
 		return err
 	}
