@@ -76,6 +76,11 @@ func contactKey(lineID, handle string) []byte {
 // message to an existing group is not refused: the contact shares it with
 // others and can leave it.
 func refuseContacts(tx *bolt.Tx, item OutboxItem) error {
+	// Most lines block no one and have no opt-outs: two seeks, and the
+	// chat is not read.
+	if !anyOf(tx, bktBlocked, item.LineID) && !anyOf(tx, bktOptOuts, item.LineID) {
+		return nil
+	}
 	var contacts []string
 	switch {
 	case item.Kind == KindUnsend:
@@ -103,6 +108,13 @@ func refuseContacts(tx *bolt.Tx, item OutboxItem) error {
 		}
 	}
 	return nil
+}
+
+// anyOf reports whether bucket holds a contact of line lineID.
+func anyOf(tx *bolt.Tx, bucket []byte, lineID string) bool {
+	prefix := contactKey(lineID, "")
+	k, _ := tx.Bucket(bucket).Cursor().Seek(prefix)
+	return k != nil && bytes.HasPrefix(k, prefix)
 }
 
 // blocked reports whether handle is blocked on line lineID.
