@@ -669,6 +669,8 @@ func sampleDelivery(event string, line storage.Line, now int64) storage.Delivery
 		d.Receipt = &storage.Receipt{ID: sampleID("rcp_"), ChatID: chat.ID, Handle: contact, LastReadAt: now, SyncedAt: now}
 	case api.EventChatUpdated:
 		d.ChatUpdate = &storage.ChatUpdate{Chat: chat, Action: bridge.ChatRenamed, Name: chat.Name, By: contact, At: now}
+	case api.EventContactOptedOut, api.EventContactOptedIn:
+		d.Contact = &storage.ContactChange{Handle: contact, At: now}
 	default:
 		switch event {
 		case api.EventMessageSent, api.EventMessageFailed, api.EventMessageDelivered:

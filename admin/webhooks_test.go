@@ -266,6 +266,13 @@ func TestWebhookTest(t *testing.T) {
 				continue
 			}
 			id = d.ChatID
+		case strings.HasPrefix(ev, "contact."):
+			d, err := got.Contact()
+			if err != nil || d.Handle == "" || d.At == 0 {
+				t.Errorf("%s: %+v, %v", ev, d, err)
+				continue
+			}
+			id = d.ChatID
 		}
 		// Sample IDs say they are a test's.
 		if _, rest, ok := strings.Cut(id, "_"); !ok || !strings.HasPrefix(rest, "test") {

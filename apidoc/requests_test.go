@@ -239,6 +239,10 @@ func (g *requestGen) request(t *testing.T, td *testDaemon, method, path string, 
 			if mt := rb.Value.Content.Get("application/json"); mt != nil && mt.Schema != nil {
 				body, _ = json.Marshal(g.value(path, "", mt.Schema.Value))
 				header.Set("Content-Type", "application/json")
+			} else if rb.Value.Content.Get("text/csv") != nil {
+				// A list of handles, as the one CSV operation reads.
+				body = fmt.Appendf(nil, "handle\n+1555%07d\n%s@example.com\n", g.r.IntN(10_000_000), g.word(1, 12))
+				header.Set("Content-Type", "text/csv")
 			} else {
 				body = []byte(g.word(1, 64))
 				header.Set("Content-Type", "text/plain")
@@ -317,7 +321,11 @@ func (g *requestGen) str(path, name string, s *openapi3.Schema) string {
 		seen = g.seen[name]
 	}
 	if name == "cursor" {
-		// A cursor is opaque: only one the endpoint gave means anything.
+		// A cursor is opaque: only one the endpoint gave means anything,
+		// and an empty one is the first page.
+		if len(seen) == 0 {
+			return ""
+		}
 		return g.pick(seen)
 	}
 	if len(seen) > 0 && g.r.IntN(2) == 0 {
@@ -359,7 +367,7 @@ func (g *requestGen) match(pattern string) string {
 		return g.emoji()
 	case strings.Trim(alt, "abcdefghijklmnopqrstuvwxyz") == "":
 		return alt // a named tapback
-	case strings.Trim(strings.ReplaceAll(alt, `\.`, ""), "abcdefghijklmnopqrstuvwxyz") == "":
+	case strings.Trim(strings.ReplaceAll(alt, `\.`, ""), "abcdefghijklmnopqrstuvwxyz_") == "":
 		return strings.ReplaceAll(alt, `\.`, ".") // an event's name
 	}
 	panic(fmt.Sprintf("requestGen: no generator for the pattern %q (of %q): add one to patternParts", alt, pattern))

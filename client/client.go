@@ -2,7 +2,8 @@
 // same API the reference service's official SDK speaks: lines, chats,
 // messages, audio messages, files, reactions, typing indicators, read
 // receipts, the outbox, webhooks and the sandbox; and Blueline's own
-// additions: edits and unsends, group chats and iMessage availability. It
+// additions: edits and unsends, group chats, iMessage availability and
+// blocked contacts. It
 // also verifies and signs webhook deliveries (VerifyWebhook, SignWebhook).
 //
 //	c := client.New("https://blueline.example.com", client.WithAPIKey(key))
@@ -58,6 +59,7 @@ type Client struct {
 	Events        *EventService
 	Groups        *GroupService
 	Availability  *AvailabilityService
+	Blocked       *BlockedService
 
 	base       string
 	apiKey     string
@@ -117,6 +119,7 @@ func New(baseURL string, opts ...Option) *Client {
 	c.Events = &EventService{c}
 	c.Groups = &GroupService{c}
 	c.Availability = &AvailabilityService{c}
+	c.Blocked = &BlockedService{c}
 	return c
 }
 

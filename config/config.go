@@ -245,6 +245,14 @@ type Line struct {
 	// Guard turns the Apple ID guard ([guard]) on or off for the line;
 	// nil is the default: on for bridge = "messages", off on "sim".
 	Guard *bool `toml:"guard"`
+	// OptOutWords and OptInWords are the messages (whole, case and
+	// accents folded: package keyword) that opt a contact out of the
+	// line's messages and back in; nil is keyword's default lists, an empty
+	// list none. OptOutReply, when set, is sent once to a contact who opts
+	// out.
+	OptOutWords []string `toml:"opt_out_words"`
+	OptInWords  []string `toml:"opt_in_words"`
+	OptOutReply string   `toml:"opt_out_reply"`
 
 	// The Messages bridge only (bridge = "messages"); "~" means the home
 	// folder of the user the daemon runs as.

@@ -12,6 +12,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/handle"
+	"github.com/blueline-app/blueline/keyword"
 )
 
 // oneLine is the smallest valid document; cases append their own tables
@@ -80,8 +82,9 @@ func TestDefault(t *testing.T) {
 			t.Errorf("%s = %v, want %v", ch.name, ch.got, ch.want)
 		}
 	}
-	want := config.Line{Handle: "+15550000001", Label: "Main line", Bridge: "sim", Service: "imessage", AdvancedFeatures: true}
-	if len(c.Lines) == 1 && c.Lines[0] != want {
+	want := config.Line{Handle: "+15550000001", Label: "Main line", Bridge: "sim", Service: "imessage", AdvancedFeatures: true,
+		OptOutWords: keyword.DefaultOptOut, OptInWords: keyword.DefaultOptIn}
+	if len(c.Lines) == 1 && !reflect.DeepEqual(c.Lines[0], want) {
 		t.Errorf("Lines[0] = %+v, want %+v", c.Lines[0], want)
 	}
 
@@ -141,6 +144,10 @@ func TestExampleFileUncommented(t *testing.T) {
 		doc = doc[:i] + doc[i+j:]
 	}
 	c := mustLoad(t, doc)
+	// The example's keyword lists are the defaults it says they are.
+	if l := c.Lines[0]; !slices.Equal(l.OptOutWords, keyword.DefaultOptOut) || !slices.Equal(l.OptInWords, keyword.DefaultOptIn) {
+		t.Errorf("the example's keyword lists %q, %q are not keyword's defaults", l.OptOutWords, l.OptInWords)
+	}
 	if c.Sandbox.Label != "Sandbox" || c.Log.Format != "text" || c.Limits.MaxBodyBytes != 1<<20 {
 		t.Errorf("uncommented defaults differ: %+v %+v %+v", c.Sandbox, c.Log, c.Limits)
 	}
@@ -498,8 +505,8 @@ func TestRequestsPerHourAbsentVersusZero(t *testing.T) {
 
 func TestMinimalFileTakesDefaults(t *testing.T) {
 	c := mustLoad(t, oneLine)
-	want := config.Line{Handle: "+15550000001", Bridge: "sim", Service: "imessage"}
-	if c.Lines[0] != want {
+	want := config.Line{Handle: "+15550000001", Bridge: "sim", Service: "imessage", OptOutWords: keyword.DefaultOptOut, OptInWords: keyword.DefaultOptIn}
+	if !reflect.DeepEqual(c.Lines[0], want) {
 		t.Errorf("Lines[0] = %+v, want %+v", c.Lines[0], want)
 	}
 	if c.Sandbox.Handle != "" || !c.Sandbox.Advanced() || c.Sandbox.DailyQuota != 50 {
@@ -515,7 +522,7 @@ func TestMinimalFileTakesDefaults(t *testing.T) {
 func TestFileWithoutLinesTakesDefaultLines(t *testing.T) {
 	def := config.Default()
 	c := mustLoad(t, "[server]\nlisten = \"127.0.0.1:9090\"\n[storage]\ndir = \"./elsewhere\"\n")
-	if !c.DefaultLines || !slices.Equal(c.Lines, def.Lines) || c.Sandbox.Handle != def.Sandbox.Handle || len(c.Lines) == 0 {
+	if !c.DefaultLines || !reflect.DeepEqual(c.Lines, def.Lines) || c.Sandbox.Handle != def.Sandbox.Handle || len(c.Lines) == 0 {
 		t.Errorf("lines %+v sandbox %+v (default lines %v), want the default's %+v %+v", c.Lines, c.Sandbox, c.DefaultLines, def.Lines, def.Sandbox)
 	}
 	if c.Server.Listen != "127.0.0.1:9090" || c.Storage.Dir != "./elsewhere" {
@@ -747,5 +754,38 @@ func TestApplyOverrides(t *testing.T) {
 	}
 	if c := mustLoad(t, oneLine); c.Apply(config.Overrides{}) != nil || c.Dev || c.Webhooks.AllowHTTP {
 		t.Errorf("no overrides changed %+v", c)
+	}
+}
+
+// A line without keyword lists takes keyword's defaults; an empty list
+// turns its keywords off; a list replaces the default whole.
+func TestOptOutWords(t *testing.T) {
+	c := mustLoad(t, "[[lines]]\nhandle = \"+15550000001\"\n"+
+		"[[lines]]\nhandle = \"+15550000002\"\nopt_out_words = []\nopt_in_words = []\n"+
+		"[[lines]]\nhandle = \"+15550000003\"\nopt_out_words = [\"Halt\", \"Arrêt\"]\nopt_out_reply = \"You will get no more messages. Text START to resume.\"\n")
+	if got := c.Lines[0]; !slices.Equal(got.OptOutWords, keyword.DefaultOptOut) || !slices.Equal(got.OptInWords, keyword.DefaultOptIn) || got.OptOutReply != "" {
+		t.Errorf("line without lists: %q, %q, %q", got.OptOutWords, got.OptInWords, got.OptOutReply)
+	}
+	if got := c.Lines[1]; got.OptOutWords == nil || len(got.OptOutWords) != 0 || len(got.OptInWords) != 0 {
+		t.Errorf("line with empty lists: %#v, %#v", got.OptOutWords, got.OptInWords)
+	}
+	if got := c.Lines[2]; !slices.Equal(got.OptOutWords, []string{"Halt", "Arrêt"}) || !slices.Equal(got.OptInWords, keyword.DefaultOptIn) ||
+		got.OptOutReply != "You will get no more messages. Text START to resume." {
+		t.Errorf("line with its own list: %q, %q, %q", got.OptOutWords, got.OptInWords, got.OptOutReply)
+	}
+}
+
+func TestOptOutWordsErrors(t *testing.T) {
+	for doc, want := range map[string]string{
+		"opt_out_words = [\"STOP\", \" \"]\n":                       "lines[0].opt_out_words: holds an empty word",
+		"opt_in_words = [\"\"]\n":                                   "lines[0].opt_in_words: holds an empty word",
+		"opt_out_words = [\"arrêt\"]\nopt_in_words = [\"ARRET\"]\n": `lines[0].opt_in_words: "ARRET" is an opt-out word too`,
+		"opt_in_words = [\"stop\"]\n":                               `lines[0].opt_in_words: "stop" is an opt-out word too`,
+		"opt_out_reply = \"  \"\n":                                  "lines[0].opt_out_reply: is only white space",
+	} {
+		_, err := config.Parse("test", []byte(oneLine+doc))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want it to contain %q", doc, err, want)
+		}
 	}
 }

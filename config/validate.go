@@ -9,12 +9,14 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 
 	"github.com/blueline-app/blueline/handle"
+	"github.com/blueline-app/blueline/keyword"
 )
 
 // checker collects every problem rather than stopping at the first, so that
@@ -218,6 +220,7 @@ func (c *Config) checkLines(k *checker) {
 		oneOf(k, key+".bridge", l.Bridge, "sim", "messages")
 		oneOf(k, key+".service", l.Service, "imessage", "sms")
 		checkMessagesLine(k, key, l, chatDBs)
+		checkKeywords(k, key, l)
 	}
 
 	s := &c.Sandbox
@@ -230,6 +233,35 @@ func (c *Config) checkLines(k *checker) {
 
 	if len(c.Lines) == 0 && s.Handle == "" {
 		k.failf("lines", "no lines configured: add a [[lines]] table or set sandbox.handle")
+	}
+}
+
+// checkKeywords fills in the default opt-out and opt-in words and refuses
+// a word that folds to nothing or is in both lists.
+func checkKeywords(k *checker, key string, l *Line) {
+	if l.OptOutWords == nil {
+		l.OptOutWords = slices.Clone(keyword.DefaultOptOut)
+	}
+	if l.OptInWords == nil {
+		l.OptInWords = slices.Clone(keyword.DefaultOptIn)
+	}
+	optOut := map[string]bool{}
+	for _, w := range l.OptOutWords {
+		if keyword.Fold(w) == "" {
+			k.failf(key+".opt_out_words", "holds an empty word")
+		}
+		optOut[keyword.Fold(w)] = true
+	}
+	for _, w := range l.OptInWords {
+		switch {
+		case keyword.Fold(w) == "":
+			k.failf(key+".opt_in_words", "holds an empty word")
+		case optOut[keyword.Fold(w)]:
+			k.failf(key+".opt_in_words", "%q is an opt-out word too (words are compared with case and accents folded)", w)
+		}
+	}
+	if l.OptOutReply != "" && strings.TrimSpace(l.OptOutReply) == "" {
+		k.failf(key+".opt_out_reply", "is only white space: leave it out to send no reply")
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/blueline-app/blueline/bridge/sim"
 	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/config"
+	"github.com/blueline-app/blueline/keyword"
 	"github.com/blueline-app/blueline/metrics"
 	"github.com/blueline-app/blueline/storage"
 )
@@ -23,11 +24,13 @@ func configuredLines(cfg *config.Config) []storage.Line {
 	var lines []storage.Line
 	if cfg.Sandbox.Handle != "" {
 		lines = append(lines, storage.Line{Handle: cfg.Sandbox.Handle, Label: cfg.Sandbox.Label, Service: "imessage",
-			Bridge: "sim", AdvancedFeatures: cfg.Sandbox.Advanced(), IsSandbox: true})
+			Bridge: "sim", AdvancedFeatures: cfg.Sandbox.Advanced(), IsSandbox: true,
+			OptOutWords: keyword.FoldAll(keyword.DefaultOptOut), OptInWords: keyword.FoldAll(keyword.DefaultOptIn)})
 	}
 	for _, l := range cfg.Lines {
 		lines = append(lines, storage.Line{Handle: l.Handle, Label: l.Label, Service: l.Service, Bridge: l.Bridge,
-			AdvancedFeatures: l.AdvancedFeatures})
+			AdvancedFeatures: l.AdvancedFeatures, OptOutWords: keyword.FoldAll(l.OptOutWords), OptInWords: keyword.FoldAll(l.OptInWords),
+			OptOutReply: l.OptOutReply})
 	}
 	return lines
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/blueline-app/blueline/bridge"
+	"github.com/blueline-app/blueline/keyword"
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -88,6 +89,7 @@ func (r *Receiver) inbound(line storage.Line, in bridge.Inbound, attachments []s
 			Filter:       in.Chat.Filter,
 		},
 		Screened:     in.Screened,
+		Keyword:      lineKeyword(line, in.Text),
 		MatchTwins:   in.MayBeTwin,
 		ReadByLineAt: unixMilli(in.ReadByLineAt),
 		Message: storage.Message{
@@ -107,6 +109,22 @@ func (r *Receiver) inbound(line storage.Line, in bridge.Inbound, attachments []s
 			ReadAt:         unixMilli(in.ReadAt),
 		},
 	}
+}
+
+// lineKeyword is which of line's keywords text is, if any: storage
+// decides what it does.
+func lineKeyword(line storage.Line, text *string) string {
+	if text == nil {
+		return ""
+	}
+	folded := keyword.Fold(*text)
+	switch {
+	case slices.Contains(line.OptOutWords, folded):
+		return storage.KeywordOptOut
+	case slices.Contains(line.OptInWords, folded):
+		return storage.KeywordOptIn
+	}
+	return ""
 }
 
 // ReceiveHistory implements bridge.Sink.

@@ -19,6 +19,7 @@ import (
 	"github.com/blueline-app/blueline/config"
 	"github.com/blueline-app/blueline/delivery"
 	"github.com/blueline-app/blueline/files"
+	"github.com/blueline-app/blueline/keyword"
 	"github.com/blueline-app/blueline/server"
 	"github.com/blueline-app/blueline/storage"
 )
@@ -65,7 +66,8 @@ func newAPI(t testing.TB, opts server.Options) *apiEnv {
 	ctx := context.Background()
 	lines, err := db.SyncLines(ctx, []storage.Line{
 		{Handle: sandboxLine, Label: "Sandbox", Service: "imessage", Bridge: "sim", AdvancedFeatures: true, IsSandbox: true},
-		{Handle: mainLine, Label: "Main line", Service: "imessage", Bridge: "sim", AdvancedFeatures: true},
+		{Handle: mainLine, Label: "Main line", Service: "imessage", Bridge: "sim", AdvancedFeatures: true,
+			OptOutWords: keyword.FoldAll(keyword.DefaultOptOut), OptInWords: keyword.FoldAll(keyword.DefaultOptIn)},
 		{Handle: smsLine, Label: "SMS line", Service: "sms", Bridge: "sim"},
 		{Handle: plainLine, Service: "imessage", Bridge: "sim"},
 	})

@@ -238,11 +238,14 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, idem string, li
 	}
 	stored, replayed, err := s.db.Enqueue(ctx, req)
 	var guardErr *storage.GuardError
+	var contactErr *storage.ContactError
 	switch {
 	case errors.Is(err, storage.ErrIdempotencyMismatch):
 		return httpapi.Invalid("Idempotency-Key", "This Idempotency-Key was used in the last 24 hours with a different request.")
 	case errors.Is(err, storage.ErrEditLimit):
 		return errEditLimit()
+	case errors.As(err, &contactErr):
+		return refusedContact(contactErr, line)
 	case errors.As(err, &guardErr):
 		return guardError(guardErr, line, s.guard(line), now)
 	case errors.Is(err, storage.ErrSandboxQuota):

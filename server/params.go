@@ -23,6 +23,21 @@ import (
 type body map[string]json.RawMessage
 
 func (s *Server) readBody(r *http.Request) (body, error) {
+	data, err := s.readText(r, "invalid_json", "send a JSON object")
+	if err != nil {
+		return nil, err
+	}
+	var b body
+	if err := json.Unmarshal(data, &b); err != nil || b == nil {
+		return nil, httpapi.InvalidRequest("invalid_json", "", "The request body is not a valid JSON object.")
+	}
+	return b, nil
+}
+
+// readText reads a request body of UTF-8 text within the body limit. A
+// body that is empty, unreadable or not UTF-8 is a 400 with code; expected
+// says what the body should be.
+func (s *Server) readText(r *http.Request, code, expected string) ([]byte, error) {
 	limit := s.opts.MaxBodyBytes
 	tooLarge := httpapi.TooLarge("request_too_large", "The request body is larger than %d bytes.", limit)
 	if r.ContentLength > limit {
@@ -35,19 +50,15 @@ func (s *Server) readBody(r *http.Request) (body, error) {
 			dropOvershoot(r, limit+1, limit) // the reader reads one byte past the limit
 			return nil, tooLarge
 		}
-		return nil, httpapi.InvalidRequest("invalid_json", "", "The request body could not be read.")
+		return nil, httpapi.InvalidRequest(code, "", "The request body could not be read.")
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, httpapi.InvalidRequest("invalid_json", "", "The request body is empty; send a JSON object.")
+		return nil, httpapi.InvalidRequest(code, "", "The request body is empty; %s.", expected)
 	}
 	if !utf8.Valid(data) {
-		return nil, httpapi.InvalidRequest("invalid_json", "", "The request body is not valid UTF-8.")
+		return nil, httpapi.InvalidRequest(code, "", "The request body is not valid UTF-8.")
 	}
-	var b body
-	if err := json.Unmarshal(data, &b); err != nil || b == nil {
-		return nil, httpapi.InvalidRequest("invalid_json", "", "The request body is not a valid JSON object.")
-	}
-	return b, nil
+	return data, nil
 }
 
 // str returns a string field; absent and null are "".
@@ -173,13 +184,15 @@ func encodeCursor(kind byte, pos []byte) *string {
 	return &s
 }
 
+// parseCursor reads a cursor of kind whose position is size bytes long,
+// or of any length for a size of -1.
 func parseCursor(r *http.Request, kind byte, size int) ([]byte, error) {
 	v := r.URL.Query().Get("cursor")
 	if v == "" {
 		return nil, nil
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(v)
-	if err != nil || len(raw) != size+1 || raw[0] != kind {
+	if err != nil || size >= 0 && len(raw) != size+1 || len(raw) < 2 || raw[0] != kind {
 		return nil, httpapi.Invalid("cursor", "cursor is not one this endpoint returned.")
 	}
 	return raw[1:], nil

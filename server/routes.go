@@ -25,6 +25,13 @@ func (s *Server) routes(r patternRouter) {
 	r.POST("/v1/groups/leave", s.api("messages:write", s.leaveGroup))
 	r.GET("/v1/availability", s.api("messages:read", s.getAvailability))
 	r.POST("/v1/outbox/cancel", s.api("messages:write", s.cancelOutboxItem))
+	// A line's blocked contacts, as JSON pages or CSV: read with the chats,
+	// changed with what the line sends.
+	r.GET("/v1/contacts/blocked", s.api("chats:read", s.listBlocked))
+	r.GET("/v1/contacts/blocked.csv", s.api("chats:read", s.exportBlocked))
+	r.POST("/v1/contacts/blocked", s.api("messages:write", s.blockContact))
+	r.POST("/v1/contacts/blocked.csv", s.api("messages:write", s.importBlocked))
+	r.DELETE("/v1/contacts/blocked/:handle", s.api("messages:write", s.unblockContact))
 	// The key owner's own sandbox: any key with an owner, whatever its
 	// scopes, as the reference's CLI expects.
 	r.GET("/v1/sandbox", s.api(anyScope, s.getSandbox))

@@ -48,6 +48,17 @@ import (
 //     that stores the item: a replay is found before the quota is counted
 //     (a replay never costs quota), and two concurrent sends cannot both
 //     take the last unit of a day's quota.
+//  9. Opted-out and blocked contacts (storage.Enqueue, refusedContact): 403
+//     contact_opted_out for a contact who texted one of the line's opt-out
+//     keywords (STOP…) and not an opt-in one (START…) since, 403
+//     contact_blocked for one on the line's blocked list. Both change at
+//     any moment (an inbound STOP is recorded in the transaction that
+//     stores it), so they are decided inside the transaction that stores
+//     the item: a send accepted before the STOP commits is sent, none
+//     after. They apply to a one-to-one chat with the contact, a new group
+//     with them and adding them to a group, not to an existing group's
+//     messages; an unsend always passes. The line's own reply to an
+//     opt-out is put in the outbox by that transaction, past this rule.
 
 // conversation resolves the line and recipient of a write and applies
 // rules 3 to 6.
@@ -88,6 +99,16 @@ func (s *Server) everyMemberWrote(ctx context.Context, line storage.Line, member
 		}
 	}
 	return true, nil
+}
+
+// refusedContact is the 403 of rule 9.
+func refusedContact(e *storage.ContactError, line storage.Line) error {
+	if errors.Is(e, storage.ErrContactBlocked) {
+		return httpapi.Forbidden("contact_blocked",
+			"%s is blocked on line %s: remove it from the blocked list (DELETE /v1/contacts/blocked/{handle}) to write to it.", e.Handle, line.Handle)
+	}
+	return httpapi.Forbidden("contact_opted_out",
+		"%s opted out of messages from line %s (it texted an opt-out keyword such as STOP); it opts back in by texting START.", e.Handle, line.Handle)
 }
 
 // checkRecipient applies the sandbox and contact-first rules (rule 6).

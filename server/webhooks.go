@@ -216,6 +216,8 @@ func (s *Server) EventData(d storage.Delivery, lineHandle string) (json.RawMessa
 		data = api.ReceiptEventData{Receipt: api.Receipt(*d.Receipt), LineHandle: lineHandle}
 	case d.ChatUpdate != nil:
 		data = toChatEventData(*d.ChatUpdate, lineHandle)
+	case d.Contact != nil:
+		data = api.ContactEventData{Handle: d.Contact.Handle, ChatID: d.ChatID, At: d.Contact.At, LineHandle: lineHandle}
 	default:
 		return nil, fmt.Errorf("delivery %s carries no event", d.ID)
 	}

@@ -63,6 +63,8 @@ var (
 	bktConsoleSess   = []byte("console_sessions") // sha256(session token) → Session
 	bktGuard         = []byte("guard")            // the Apple ID guard's counts (guard.go)
 	bktHistoryChats  = []byte("history_chats")    // chat ID → number; number → chat ID: what history IDs name (history.go)
+	bktBlocked       = []byte("blocked")          // line ID ‖ 0 ‖ handle → BlockedContact (contacts.go)
+	bktOptOuts       = []byte("opt_outs")         // line ID ‖ 0 ‖ handle → OptOut (contacts.go)
 )
 
 var allBuckets = [][]byte{
@@ -70,7 +72,7 @@ var allBuckets = [][]byte{
 	bktChatRecent, bktChatMessages, bktMessages, bktMessageGUIDs, bktGUIDJournal, bktOutbox,
 	bktOutboxDue, bktOutboxClaimed, bktIdempotency, bktSandbox, bktFiles, bktReactions, bktReceipts,
 	bktWebhooks, bktWebhookLines, bktDeliveries, bktDeliveriesDue, bktAttempts, bktBridgeState, bktChatUpdates,
-	bktEvents, bktConsole, bktConsoleLinks, bktConsoleSess, bktGuard, bktHistoryChats,
+	bktEvents, bktConsole, bktConsoleLinks, bktConsoleSess, bktGuard, bktHistoryChats, bktBlocked, bktOptOuts,
 }
 
 // schemaVersion 2 added compact history records and the compact GUID

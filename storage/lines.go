@@ -19,6 +19,12 @@ type Line struct {
 	AdvancedFeatures bool   `json:"advanced_features"`
 	IsSandbox        bool   `json:"is_sandbox"`
 	CreatedAt        int64  `json:"created_at"`
+	// The line's opt-out and opt-in keywords, folded (keyword.Fold), and
+	// what it answers a contact who opts out ("" for nothing), from its
+	// configuration.
+	OptOutWords []string `json:"-"`
+	OptInWords  []string `json:"-"`
+	OptOutReply string   `json:"-"`
 }
 
 // SyncLines records the configured lines, keeping the ID of every handle seen

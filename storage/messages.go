@@ -195,6 +195,10 @@ type Inbound struct {
 	// ReadByLineAt is, for a contact's message, when the line's owner read
 	// it (Unix ms, 0 for not yet): the chat's read mark moves there.
 	ReadByLineAt int64
+	// Keyword is KeywordOptOut or KeywordOptIn when the message is one of
+	// the line's keywords; it counts only for a contact's message in a
+	// one-to-one chat, and not in history.
+	Keyword string
 }
 
 // news is what in says of its chat.
@@ -677,6 +681,11 @@ func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, h *historyTx) (r
 			event = api.EventMessageSent // sent from the owner's other devices
 		}
 		if err := db.queueEvent(tx, event, c.LineID, c.ID, EventSubject{Message: &m}); err != nil {
+			return res, err
+		}
+	}
+	if events && in.Keyword != "" && !m.IsFromMe && !c.IsGroup {
+		if err := db.applyKeyword(tx, line, c, in.Keyword); err != nil {
 			return res, err
 		}
 	}

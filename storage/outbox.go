@@ -182,6 +182,9 @@ func (db *DB) Enqueue(ctx context.Context, req EnqueueRequest) (item OutboxItem,
 				return err
 			}
 		}
+		if err := refuseContacts(tx, item); err != nil {
+			return err
+		}
 		if item.Kind == KindMessage {
 			if err := guardCount(tx, &item, req.Guard, now); err != nil {
 				return err

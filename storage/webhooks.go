@@ -207,12 +207,35 @@ type EventSubject struct {
 	Reaction   *Reaction   `json:"reaction,omitempty"`
 	Receipt    *Receipt    `json:"receipt,omitempty"`
 	ChatUpdate *ChatUpdate `json:"chat_update,omitempty"`
+	// Contact is a contact opting out of the line's messages or back in.
+	Contact *ContactChange `json:"contact,omitempty"`
+}
+
+// contact is the contact whose doing the subject is: the sender of a
+// contact's message or tapback, the reader of a receipt; "" for the line's
+// own doings and for changes to a chat or to a contact's standing.
+func (s EventSubject) contact() string {
+	switch {
+	case s.Message != nil && !s.Message.IsFromMe:
+		return s.Message.Sender
+	case s.Reaction != nil && !s.Reaction.IsFromMe:
+		return s.Reaction.Sender
+	case s.Receipt != nil:
+		return s.Receipt.Handle
+	}
+	return ""
 }
 
 // queueEvent records an event and creates a delivery of it for each active
 // webhook of the line that subscribes to it, in the transaction that stores
 // what the event is about: the event is queued if and only if that commits.
+//
+// What a blocked contact did (its message, an edit or unsend of it, its
+// tapback, its read receipt) is stored and makes no event.
 func (db *DB) queueEvent(tx *bolt.Tx, event, lineID, chatID string, subject EventSubject) error {
+	if h := subject.contact(); h != "" && blocked(tx, lineID, h) {
+		return nil
+	}
 	now := nowMillis()
 	sandboxOwner, err := db.sandboxEventOwner(tx, lineID, chatID)
 	if err != nil {

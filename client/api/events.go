@@ -25,11 +25,16 @@ const (
 	// name the reference service reserves for it.
 	EventReceiptRead = "receipt.read"
 	EventChatUpdated = "chat.updated"
+	// A contact opting out of a line's messages (a keyword such as STOP)
+	// or back in (START).
+	EventContactOptedOut = "contact.opted_out"
+	EventContactOptedIn  = "contact.opted_in"
 )
 
 // WebhookEvents are the events a webhook can subscribe to.
 var WebhookEvents = []string{EventMessageReceived, EventMessageSent, EventReactionAdded, EventReactionRemoved, EventMessageFailed,
-	EventMessageEdited, EventMessageUnsent, EventMessageDelivered, EventReceiptRead, EventChatUpdated}
+	EventMessageEdited, EventMessageUnsent, EventMessageDelivered, EventReceiptRead, EventChatUpdated,
+	EventContactOptedOut, EventContactOptedIn}
 
 // StandardEvents are the reference service's four: what a stream that
 // names no events follows, as an SDK-built receiver expects nothing else.
@@ -75,6 +80,15 @@ type ChatEventData struct {
 	LineHandle string     `json:"line_handle"`
 }
 
+// ContactEventData is the data of contact.opted_out and contact.opted_in:
+// who opted out of the line's messages or back in, in which chat, when.
+type ContactEventData struct {
+	Handle     string `json:"handle"`
+	ChatID     string `json:"chat_id"`
+	At         int64  `json:"at"`
+	LineHandle string `json:"line_handle"`
+}
+
 // ChatChange is what changed in a group chat.
 type ChatChange struct {
 	// Action is participant_added, participant_removed, participant_left,
@@ -111,6 +125,11 @@ func (e *Event) Reaction() (*ReactionEventData, error) {
 // Receipt decodes the data of a receipt.* event.
 func (e *Event) Receipt() (*ReceiptEventData, error) {
 	return decodeData[ReceiptEventData](e, "receipt.")
+}
+
+// Contact decodes the data of a contact.* event.
+func (e *Event) Contact() (*ContactEventData, error) {
+	return decodeData[ContactEventData](e, "contact.")
 }
 
 // Chat decodes the data of a chat.* event.
