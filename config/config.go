@@ -245,6 +245,10 @@ type Line struct {
 	// Guard turns the Apple ID guard ([guard]) on or off for the line;
 	// nil is the default: on for bridge = "messages", off on "sim".
 	Guard *bool `toml:"guard"`
+	// TakeoverQuiet is how long a chat stays the owner's after the owner
+	// writes in it from another device: agent keys may not write to it
+	// until then.
+	TakeoverQuiet Duration `toml:"takeover_quiet"`
 
 	// The Messages bridge only (bridge = "messages"); "~" means the home
 	// folder of the user the daemon runs as.
@@ -302,6 +306,7 @@ const (
 	DefaultFileTimeout    = 3 * time.Minute
 	DefaultPoll           = time.Second
 	DefaultTransferWait   = 2 * time.Minute
+	DefaultTakeoverQuiet  = 20 * time.Minute
 )
 
 // Sandbox is the shared line every API key can reach for trying things out.

@@ -27,7 +27,7 @@ func configuredLines(cfg *config.Config) []storage.Line {
 	}
 	for _, l := range cfg.Lines {
 		lines = append(lines, storage.Line{Handle: l.Handle, Label: l.Label, Service: l.Service, Bridge: l.Bridge,
-			AdvancedFeatures: l.AdvancedFeatures})
+			AdvancedFeatures: l.AdvancedFeatures, TakeoverQuiet: l.TakeoverQuiet.Milliseconds()})
 	}
 	return lines
 }

@@ -207,6 +207,7 @@ var eventScopes = map[string]string{
 	api.EventMessageUnsent: "messages:read", api.EventMessageDelivered: "messages:read",
 	api.EventReactionAdded: "reactions:read", api.EventReactionRemoved: "reactions:read",
 	api.EventReceiptRead: "receipts:read", api.EventChatUpdated: "chats:read",
+	api.EventChatHandoff: "chats:read", api.EventChatLeased: "chats:read", api.EventChatReleased: "chats:read",
 }
 
 // streamedEvents are the events a stream follows: those asked for, each of

@@ -63,6 +63,8 @@ var (
 	bktConsoleSess   = []byte("console_sessions") // sha256(session token) → Session
 	bktGuard         = []byte("guard")            // the Apple ID guard's counts (guard.go)
 	bktHistoryChats  = []byte("history_chats")    // chat ID → number; number → chat ID: what history IDs name (history.go)
+	bktHandoffs      = []byte("handoffs")         // chat ID → Handoff: the owner took the chat over (agents.go)
+	bktLeases        = []byte("leases")           // chat ID → Lease (agents.go)
 )
 
 var allBuckets = [][]byte{
@@ -71,6 +73,7 @@ var allBuckets = [][]byte{
 	bktOutboxDue, bktOutboxClaimed, bktIdempotency, bktSandbox, bktFiles, bktReactions, bktReceipts,
 	bktWebhooks, bktWebhookLines, bktDeliveries, bktDeliveriesDue, bktAttempts, bktBridgeState, bktChatUpdates,
 	bktEvents, bktConsole, bktConsoleLinks, bktConsoleSess, bktGuard, bktHistoryChats,
+	bktHandoffs, bktLeases,
 }
 
 // schemaVersion 2 added compact history records and the compact GUID

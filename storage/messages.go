@@ -679,6 +679,11 @@ func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, h *historyTx) (r
 		if err := db.queueEvent(tx, event, c.LineID, c.ID, EventSubject{Message: &m}); err != nil {
 			return res, err
 		}
+		if m.IsFromMe {
+			if err := db.takeOver(tx, line, c, m.GUID, m.SyncedAt); err != nil {
+				return res, err
+			}
+		}
 	}
 	if m.IsFromMe && m.ReadAt != 0 && !c.IsGroup {
 		// Read before it was reported: the contact's receipt, with its

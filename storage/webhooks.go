@@ -207,6 +207,8 @@ type EventSubject struct {
 	Reaction   *Reaction   `json:"reaction,omitempty"`
 	Receipt    *Receipt    `json:"receipt,omitempty"`
 	ChatUpdate *ChatUpdate `json:"chat_update,omitempty"`
+	Handoff    *Handoff    `json:"handoff,omitempty"`
+	Lease      *Lease      `json:"lease,omitempty"`
 }
 
 // queueEvent records an event and creates a delivery of it for each active
