@@ -6,10 +6,13 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/blueline-app/blueline/bridge/messages/chatdb/chatdbtest"
 	"github.com/blueline-app/blueline/client"
+	"github.com/blueline-app/blueline/testkit"
 )
 
 // An agent on a line, on the whole daemon: an agent key (keys create
@@ -18,7 +21,8 @@ import (
 // console's Resume agents button lets it write again, and a lease taken
 // with the Go client keeps a second agent out.
 func TestAgentTakeoverAndLease(t *testing.T) {
-	td := startTestDaemon(t, "")
+	rc := newReceiver(t, nil)
+	td := startTestDaemon(t, webhookConfig(t, rc, ""))
 	agent := td.key("--label", "support-bot", "--agent")
 	other := td.key("--label", "sales-bot", "--agent")
 	human := td.key("--label", "operator")
@@ -35,7 +39,12 @@ func TestAgentTakeoverAndLease(t *testing.T) {
 		}
 	}
 
+	td.register(human, mainLine, rc, "chat.handoff", "chat.leased", "chat.released")
+	ev := newEventLog(t, rc)
 	chatID := td.inbound(mainLine, alice, "is my order shipped?")["chat_id"].(string)
+	inChat := func(more func(d map[string]any) bool) func(d map[string]any) bool {
+		return func(d map[string]any) bool { return d["chat_id"] == chatID && d["line_handle"] == mainLine && more(d) }
+	}
 	msg := map[string]any{"from": mainLine, "to": alice, "text": "Let me check."}
 	if r := td.call("POST", "/v1/messages", agent, msg); r.Status != 201 {
 		t.Fatalf("agent send before the owner wrote: %d %s", r.Status, r.Raw)
@@ -50,6 +59,7 @@ func TestAgentTakeoverAndLease(t *testing.T) {
 	if r := td.call("POST", "/v1/messages", agent, msg); r.Status != 409 || r.ErrCode() != "human_active" {
 		t.Fatalf("agent send after the owner wrote: %d %s", r.Status, r.Raw)
 	}
+	ev.next("chat.handoff", inChat(func(d map[string]any) bool { return d["state"] == "human_active" && d["until"] != nil }))
 	if r := td.call("POST", "/v1/messages", human, msg); r.Status != 201 {
 		t.Fatalf("a key that is not an agent's: %d %s", r.Status, r.Raw)
 	}
@@ -66,6 +76,7 @@ func TestAgentTakeoverAndLease(t *testing.T) {
 		t.Errorf("after Resume agents the page says %q", got)
 	}
 	b.waitFor("the takeover notice is gone", `document.querySelector("#human-active") === null`)
+	ev.next("chat.handoff", inChat(func(d map[string]any) bool { return d["state"] == "agent_resumed" && d["until"] == nil }))
 	if r := td.call("POST", "/v1/messages", agent, msg); r.Status != 201 {
 		t.Fatalf("agent send after the console resumed the agents: %d %s", r.Status, r.Raw)
 	}
@@ -77,6 +88,7 @@ func TestAgentTakeoverAndLease(t *testing.T) {
 	if err != nil || l.KeyLabel != "support-bot" || l.Status != "active" {
 		t.Fatalf("lease: %+v, %v", l, err)
 	}
+	ev.next("chat.leased", inChat(func(d map[string]any) bool { return d["key_label"] == "support-bot" && d["label"] == "order question" }))
 	r := td.call("POST", "/v1/messages", other, msg)
 	if r.Status != 409 || r.ErrCode() != "chat_leased" || !strings.Contains(string(r.Raw), "support-bot") {
 		t.Fatalf("the other agent's send to the leased chat: %d %s", r.Status, r.Raw)
@@ -88,7 +100,43 @@ func TestAgentTakeoverAndLease(t *testing.T) {
 	if l, err := c.Chats.Release(ctx, mainLine, chatID); err != nil || l.Status != "released" {
 		t.Fatalf("release: %+v, %v", l, err)
 	}
+	ev.next("chat.released", inChat(func(d map[string]any) bool { return d["key_label"] == "support-bot" && d["released"] == "released" }))
 	if r := td.call("POST", "/v1/messages", other, msg); r.Status != 201 {
 		t.Fatalf("the other agent's send after the release: %d %s", r.Status, r.Raw)
+	}
+}
+
+// On a Messages line: the owner's row sent from their iPhone (no outbox
+// item) takes the chat over; the rows of Blueline's own sends do not.
+func TestMessagesOwnerTakeover(t *testing.T) {
+	mac := newFakeMac(t)
+	const alice = "+15551230001"
+	dm := mac.db.DirectChat("imessage", alice)
+	td := startTestDaemon(t, mac.config(freeTCPPort(t)))
+	agent := td.key("--label", "mac-agent", "--agent")
+	mac.db.Insert(chatdbtest.Msg{Chat: dm, From: alice, Text: "hello"})
+	testkit.Eventually(t, 10*time.Second, func() bool { return len(td.messagesOf(agent, alice)) == 1 })
+
+	// The agent's own send, matched to its outbox item, takes nothing over.
+	for _, text := range []string{"first answer", "second answer"} {
+		r := td.call("POST", "/v1/messages", agent, map[string]any{"from": macLine, "to": alice, "text": text})
+		if r.Status != 201 {
+			t.Fatalf("agent send %q: %d %s", text, r.Status, r.Raw)
+		}
+		mac.nextRun()
+		_, guid := mac.db.Insert(chatdbtest.Msg{Chat: dm, Text: text})
+		mac.db.MarkSent(guid)
+		if item := td.waitOutbox(agent, r.Body["id"].(string)); item["status"] != "sent" {
+			t.Fatalf("send %q: %v", text, item)
+		}
+	}
+
+	// The owner answers from their iPhone: the agent is held back.
+	_, mine := mac.db.Insert(chatdbtest.Msg{Chat: dm, Text: "I'll handle this"})
+	mac.db.MarkSent(mine)
+	testkit.Eventually(t, 10*time.Second, func() bool { return len(td.messagesOf(agent, alice)) == 4 })
+	r := td.call("POST", "/v1/messages", agent, map[string]any{"from": macLine, "to": alice, "text": "third answer"})
+	if r.Status != 409 || r.ErrCode() != "human_active" {
+		t.Fatalf("agent send after the owner's iPhone answered: %d %s", r.Status, r.Raw)
 	}
 }
