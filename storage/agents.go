@@ -102,14 +102,29 @@ func checkAgent(tx *bolt.Tx, c *AgentCheck) error {
 	return nil
 }
 
-// takeOver records that the owner wrote message guid in chat c at at (Unix
-// ms) from another device: the chat is the owner's for the line's quiet
-// window from then, with its chat.handoff event.
-func (db *DB) takeOver(tx *bolt.Tx, line Line, c Chat, guid string, at int64) error {
+// takeOver records that the owner wrote message m in chat c from another
+// device: the chat is the owner's for the line's quiet window from when m
+// was sent (no later than it was recorded: a clock ahead gains nothing),
+// with its chat.handoff event. A message whose window had passed when it
+// was recorded (caught up late), or that ends before the window of a
+// later one, changes nothing.
+func (db *DB) takeOver(tx *bolt.Tx, line Line, c Chat, m Message) error {
 	if line.TakeoverQuiet <= 0 {
 		return nil
 	}
-	h := Handoff{ChatID: c.ID, LineID: c.LineID, State: HandoffHumanActive, Until: at + line.TakeoverQuiet, GUID: guid}
+	until := min(m.SentAt, m.SyncedAt) + line.TakeoverQuiet
+	if until <= m.SyncedAt {
+		return nil
+	}
+	var held Handoff
+	err := getJSON(tx.Bucket(bktHandoffs), []byte(c.ID), &held)
+	switch {
+	case err == nil && held.Until >= until:
+		return nil
+	case err != nil && !errors.Is(err, ErrNotFound):
+		return err
+	}
+	h := Handoff{ChatID: c.ID, LineID: c.LineID, State: HandoffHumanActive, Until: until, GUID: m.GUID}
 	if err := putJSON(tx.Bucket(bktHandoffs), []byte(c.ID), h); err != nil {
 		return err
 	}
@@ -212,21 +227,24 @@ func (db *DB) AcquireLease(ctx context.Context, l Lease, override bool, now int6
 // override an *ErrChatLeased.
 func (db *DB) ReleaseLease(ctx context.Context, chatID, keyID string, override bool, now int64) (Lease, error) {
 	var held Lease
+	var expired bool
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
 		err := getJSON(tx.Bucket(bktLeases), []byte(chatID), &held)
 		switch {
 		case err != nil:
 			return err
 		case !held.Live(now):
-			if err := releaseLease(db, tx, held, LeaseExpired); err != nil {
-				return err
-			}
-			return ErrNotFound
+			// Ended already: told now rather than by ExpireAgentHolds.
+			expired = true
+			return releaseLease(db, tx, held, LeaseExpired)
 		case held.KeyID != keyID && !override:
 			return &ErrChatLeased{Lease: held}
 		}
 		return releaseLease(db, tx, held, LeaseReleased)
 	})
+	if err == nil && expired {
+		return held, ErrNotFound
+	}
 	return held, err
 }
 

@@ -37,9 +37,16 @@ func openAgentDB(t *testing.T, dir string) (*storage.DB, storage.Line, storage.C
 // ownerSends records a message the owner sent from another device at at.
 func ownerSends(t *testing.T, db *storage.DB, line storage.Line, c storage.Chat, at int64) storage.Message {
 	t.Helper()
+	return ownerSendsLate(t, db, line, c, at, at)
+}
+
+// ownerSendsLate records a message the owner sent at sent, recorded at
+// synced.
+func ownerSendsLate(t *testing.T, db *storage.DB, line storage.Line, c storage.Chat, sent, synced int64) storage.Message {
+	t.Helper()
 	text := "I'll answer this one"
 	res, err := db.RecordInbound(ctx, storage.Inbound{Chat: c, Message: storage.Message{ID: storage.NewID("msg_"), GUID: storage.NewID("guid_"),
-		Sender: line.Handle, IsFromMe: true, Text: &text, SentAt: at, SyncedAt: at}})
+		Sender: line.Handle, IsFromMe: true, Text: &text, SentAt: sent, SyncedAt: synced}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,6 +116,18 @@ func TestTakeoverNeedsOwnerAndWindow(t *testing.T) {
 	inbound(t, db, line, "+15551110001", now)
 	if err := agentSend(db, line, c, "key_a", now+1); err != nil {
 		t.Fatalf("after the contact wrote: %v", err)
+	}
+	// Recorded after its window had passed (caught up late): nothing.
+	ownerSendsLate(t, db, line, c, now-quiet-1, now)
+	if err := agentSend(db, line, c, "key_a", now+1); err != nil {
+		t.Fatalf("after a late owner message: %v", err)
+	}
+	// An older message recorded after a newer one does not shorten the
+	// newer one's window.
+	ownerSends(t, db, line, c, now)
+	ownerSendsLate(t, db, line, c, now-60_000, now+1)
+	if err := agentSend(db, line, c, "key_a", now+quiet-1); err == nil {
+		t.Fatal("an older owner message shortened the window")
 	}
 	off, err := db.SyncLines(ctx, []storage.Line{{Handle: "+15550000002", Service: "imessage", Bridge: "sim"}})
 	if err != nil {
@@ -181,12 +200,19 @@ func TestChatLease(t *testing.T) {
 	if _, err := db.ReleaseLease(ctx, c.ID, "key_owner", false, 2400); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("release again: %v", err)
 	}
+	// Releasing one that ran out says so, and tells the webhooks it expired.
+	if _, err := db.AcquireLease(ctx, lease("key_a", 3000), false, 2500); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ReleaseLease(ctx, c.ID, "key_a", false, 3000); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("release after expiry: %v", err)
+	}
 	var got []string
 	for _, d := range due(t, db, hook) {
 		got = append(got, d.Event+":"+d.Lease.KeyID+":"+d.Lease.Released)
 	}
 	want := []string{"chat.leased:key_a:", "chat.leased:key_a:", "chat.released:key_a:expired", "chat.leased:key_b:",
-		"chat.released:key_b:released", "chat.leased:key_owner:", "chat.released:key_owner:released"}
+		"chat.released:key_b:released", "chat.leased:key_owner:", "chat.released:key_owner:released", "chat.leased:key_a:", "chat.released:key_a:expired"}
 	if len(got) != len(want) {
 		t.Fatalf("events %q; want %q", got, want)
 	}

@@ -680,7 +680,7 @@ func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, h *historyTx) (r
 			return res, err
 		}
 		if m.IsFromMe {
-			if err := db.takeOver(tx, line, c, m.GUID, m.SyncedAt); err != nil {
+			if err := db.takeOver(tx, line, c, m); err != nil {
 				return res, err
 			}
 		}
