@@ -26,7 +26,7 @@ import (
 )
 
 func (a *Admin) keyInfo(ctx context.Context, k storage.Key) api.KeyInfo {
-	info := api.KeyInfo{ID: k.ID, Hint: k.Hint, Label: k.Label, Scopes: k.Scopes, Lines: []string{}, Owner: k.Owner, CreatedAt: k.CreatedAt,
+	info := api.KeyInfo{ID: k.ID, Hint: k.Hint, Label: k.Label, Scopes: k.Scopes, Lines: []string{}, Owner: k.Owner, Agent: k.Agent, CreatedAt: k.CreatedAt,
 		LastUsedAt: k.LastUsedAt}
 	for _, id := range k.LineIDs {
 		if l, ok := a.db.LineByID(id); ok {
@@ -87,7 +87,8 @@ func (a *Admin) adminCreateKey(w http.ResponseWriter, r *http.Request) error {
 		}
 		lineIDs = append(lineIDs, l.ID)
 	}
-	k, secret := server.NewKey(storage.Key{Label: req.Label, Scopes: scopes, LineIDs: lineIDs, Owner: req.Owner, CreatedAt: time.Now().UnixMilli()})
+	k, secret := server.NewKey(storage.Key{Label: req.Label, Scopes: scopes, LineIDs: lineIDs, Owner: req.Owner, Agent: req.Agent,
+		CreatedAt: time.Now().UnixMilli()})
 	if err := a.db.CreateKey(r.Context(), k); err != nil {
 		return err
 	}
@@ -253,6 +254,50 @@ func (a *Admin) adminSimInbound(w http.ResponseWriter, r *http.Request) error {
 	}
 	if res.SandboxActivated {
 		a.log.Info("sandbox line activated", "line", line.Handle, "paired_handle", from)
+	}
+	httpapi.WriteJSON(w, http.StatusCreated, a.api.Message(res.Message))
+	return nil
+}
+
+// adminSimOwnerSend records a message the line's owner sends from another
+// device into a chat of the line: the simulated network's counterpart of
+// a sent row of chat.db that no outbox item made.
+func (a *Admin) adminSimOwnerSend(w http.ResponseWriter, r *http.Request) error {
+	var req api.SimOwnerSend
+	if err := decodeAdmin(r, &req); err != nil {
+		return err
+	}
+	line, err := a.simLine(req.Line)
+	if err != nil {
+		return err
+	}
+	switch {
+	case req.To == "":
+		return httpapi.Missing("to")
+	case req.Text == "":
+		return httpapi.Missing("text")
+	}
+	var chat bridge.Chat
+	if strings.HasPrefix(req.To, "cht_") {
+		c, err := a.lineChat(r, line, req.To)
+		if err != nil {
+			return err
+		}
+		chat = bridge.Chat{GUID: c.GUID, Identifier: c.Identifier, IsGroup: c.IsGroup, Name: c.Name, Participants: c.Participants}
+	} else {
+		to, err := handle.Normalize(req.To)
+		switch {
+		case err != nil:
+			return httpapi.BadHandle("to", req.To, err)
+		case to == line.Handle:
+			return httpapi.Invalid("to", "The owner's message goes to a contact or a chat, not to the line's own handle.")
+		}
+		chat = a.opts.Simulator.OneToOne(line.Service, to)
+	}
+	res, err := a.opts.Inbound.Record(r.Context(), bridge.Inbound{Line: line.Handle, Service: line.Service, GUID: a.opts.Simulator.NewGUID(),
+		Chat: chat, Sender: line.Handle, IsFromMe: true, Text: &req.Text, SentAt: time.Now()})
+	if err != nil {
+		return err
 	}
 	httpapi.WriteJSON(w, http.StatusCreated, a.api.Message(res.Message))
 	return nil
@@ -671,6 +716,13 @@ func sampleDelivery(event string, line storage.Line, now int64) storage.Delivery
 		d.ChatUpdate = &storage.ChatUpdate{Chat: chat, Action: bridge.ChatRenamed, Name: chat.Name, By: contact, At: now}
 	case api.EventContactOptedOut, api.EventContactOptedIn:
 		d.Contact = &storage.ContactChange{Handle: contact, At: now}
+	case api.EventChatHandoff:
+		d.Handoff = &storage.Handoff{ChatID: chat.ID, LineID: line.ID, State: storage.HandoffHumanActive, Until: now + 20*60*1000}
+	case api.EventChatLeased, api.EventChatReleased:
+		d.Lease = &storage.Lease{ChatID: chat.ID, LineID: line.ID, KeyID: sampleID("key_"), KeyLabel: "Blueline test", CreatedAt: now, ExpiresAt: now + 60*1000}
+		if event == api.EventChatReleased {
+			d.Lease.Released = storage.LeaseReleased
+		}
 	default:
 		switch event {
 		case api.EventMessageSent, api.EventMessageFailed, api.EventMessageDelivered:

@@ -147,6 +147,7 @@ func (a *Admin) routes(r *httprouter.Router) {
 	r.GET("/keys", answer(a.log, a.adminListKeys))
 	r.POST("/keys/revoke", answer(a.log, a.adminRevokeKey))
 	r.POST("/sim/inbound", answer(a.log, a.adminSimInbound))
+	r.POST("/sim/owner-send", answer(a.log, a.adminSimOwnerSend))
 	r.POST("/sim/reaction", answer(a.log, a.adminSimReaction))
 	r.POST("/sim/typing", answer(a.log, a.adminSimTyping))
 	r.POST("/sim/edit", answer(a.log, a.adminSimEdit))

@@ -273,6 +273,20 @@ func TestWebhookTest(t *testing.T) {
 				continue
 			}
 			id = d.ChatID
+		case ev == "chat.handoff":
+			d, err := got.Handoff()
+			if err != nil || d.State != "human_active" || d.Until == nil {
+				t.Errorf("%s: %+v, %v", ev, d, err)
+				continue
+			}
+			id = d.ChatID
+		case ev == "chat.leased" || ev == "chat.released":
+			d, err := got.Lease()
+			if err != nil || d.KeyLabel == "" || (d.Released != nil) != (ev == "chat.released") {
+				t.Errorf("%s: %+v, %v", ev, d, err)
+				continue
+			}
+			id = d.KeyID
 		}
 		// Sample IDs say they are a test's.
 		if _, rest, ok := strings.Cut(id, "_"); !ok || !strings.HasPrefix(rest, "test") {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -471,7 +472,14 @@ func TestLiveWebhooks(t *testing.T) {
 	td.simJSON("group", "--line", mainLine, "--chat", grp["chat_id"].(string), "--by", alice, "--rename", "Bouldering")
 	td.simJSON("group", "--line", mainLine, "--chat", grp["chat_id"].(string), "--by", alice, "--add", carol)
 	td.do(200, "GET", "/v1/chats?from="+mainLine, nil)
-	waitEvents(t, &mu, eventNames, append(want, "message.delivered", "receipt.read", "message.unsent", "chat.updated"))
+	// An agent's chat changing hands, and a lease taken and released.
+	td.simJSON("owner-send", "--line", mainLine, "--to", alice, "--text", "I'll answer this one")
+	td.do(200, "POST", "/v1/chats/resume", map[string]any{"from": mainLine, "to": alice})
+	td.do(200, "POST", "/v1/chats/lease", map[string]any{"from": mainLine, "to": alice, "ttl_seconds": 60, "label": "drift"})
+	td.do(200, "DELETE", "/v1/chats/lease?"+url.Values{"from": {mainLine}, "to": {alice}}.Encode(), nil)
+	td.do(404, "DELETE", "/v1/chats/lease?"+url.Values{"from": {mainLine}, "to": {alice}}.Encode(), nil)
+	waitEvents(t, &mu, eventNames, append(want, "message.delivered", "receipt.read", "message.unsent", "chat.updated",
+		"chat.handoff", "chat.leased", "chat.released"))
 
 	mu.Lock()
 	defer mu.Unlock()

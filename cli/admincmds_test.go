@@ -27,7 +27,7 @@ func TestKeysLifecycle(t *testing.T) {
 	d := daemontest.Start(t, "")
 
 	secret := strings.TrimSpace(mustCLI(t, d, "keys", "create", "--label", "ci", "--owner", "ops@example.com",
-		"--scopes", "messages:read", "--lines", daemontest.MainLine))
+		"--scopes", "messages:read", "--lines", daemontest.MainLine, "--agent"))
 	if !strings.HasPrefix(secret, "sk_live_") || strings.ContainsAny(secret, " \n\t") {
 		t.Fatalf("keys create printed %q; want only an sk_live_ key", secret)
 	}
@@ -48,17 +48,17 @@ func TestKeysLifecycle(t *testing.T) {
 	var ciID string
 	for _, row := range strings.Split(strings.TrimSpace(out), "\n") {
 		f := strings.Split(row, "\t")
-		if len(f) != 6 {
-			t.Fatalf("keys list row %q: %d fields, want 6", row, len(f))
+		if len(f) != 7 {
+			t.Fatalf("keys list row %q: %d fields, want 7", row, len(f))
 		}
 		switch f[1] {
 		case "ci":
 			ciID = f[0]
-			if f[2] != "messages:read" || f[3] != daemontest.MainLine || f[4] != "ops@example.com" {
+			if f[2] != "messages:read" || f[3] != daemontest.MainLine || f[4] != "ops@example.com" || f[6] != "yes" {
 				t.Errorf("keys list row for ci: %q", f)
 			}
 		case "all":
-			if f[0] != created.ID || f[2] != "all" || f[3] != "all" || f[4] != "-" {
+			if f[0] != created.ID || f[2] != "all" || f[3] != "all" || f[4] != "-" || f[6] != "no" {
 				t.Errorf("keys list row for all: %q", f)
 			}
 		}
@@ -67,9 +67,12 @@ func TestKeysLifecycle(t *testing.T) {
 		t.Fatalf("keys list has no key labelled ci:\n%s", out)
 	}
 
-	var listed []struct{ ID, Label string }
+	var listed []struct {
+		ID, Label string
+		Agent     bool
+	}
 	decodeJSON(t, "keys list --json", mustCLI(t, d, "keys", "list", "--json"), &listed)
-	if len(listed) != 2 {
+	if len(listed) != 2 || listed[0].Agent == listed[1].Agent {
 		t.Errorf("keys list --json: %+v; want 2 keys", listed)
 	}
 

@@ -277,3 +277,35 @@ func TestWebhooksListAndDelete(t *testing.T) {
 		t.Errorf("webhooks delete twice: exit %d, stdout %q, stderr %q; want 1", code, out, errOut)
 	}
 }
+
+// The owner writing from their phone (sim owner-send) holds agent keys back;
+// the host's operator gives the chat back (chats resume), and leases and
+// releases it (chats lease, chats release).
+func TestChatsTakeoverAndLease(t *testing.T) {
+	t.Setenv(envBaseURL, "")
+	t.Setenv(envAPIKey, "")
+	d := daemontest.Start(t, "")
+	chatID := d.Inbound(daemontest.MainLine, daemontest.Alice, "hi").ChatID
+	var m api.Message
+	decodeJSON(t, "sim owner-send", mustCLI(t, d, "sim", "owner-send", "--line", daemontest.MainLine, "--to", chatID, "--text", "mine"), &m)
+	if !m.IsFromMe || m.ChatID != chatID || m.OutboxID != nil {
+		t.Fatalf("sim owner-send: %+v", m)
+	}
+	var res api.ChatResume
+	decodeJSON(t, "chats resume", mustCLI(t, d, "chats", "resume", "--line", daemontest.MainLine, "--to", daemontest.Alice, "--json"), &res)
+	if !res.WasHumanActive || res.ChatID != chatID {
+		t.Fatalf("chats resume: %+v", res)
+	}
+	out := mustCLI(t, d, "chats", "lease", "--line", daemontest.MainLine, "--to", chatID, "--ttl", "60", "--label", "cli")
+	if !strings.Contains(out, "admin socket") || !strings.Contains(out, "active") {
+		t.Errorf("chats lease printed:\n%s", out)
+	}
+	var l api.ChatLease
+	decodeJSON(t, "chats release", mustCLI(t, d, "chats", "release", "--line", daemontest.MainLine, "--to", chatID, "--json"), &l)
+	if l.Status != "released" || l.Label == nil || *l.Label != "cli" {
+		t.Fatalf("chats release: %+v", l)
+	}
+	if _, errOut, code := cliOn(d, "chats", "release", "--line", daemontest.MainLine, "--to", chatID); code == 0 || !strings.Contains(errOut, "lease_not_found") {
+		t.Errorf("chats release again: exit %d, %s", code, errOut)
+	}
+}

@@ -68,7 +68,7 @@ cannot be cancelled (outbox_item_not_pending).`,
 		Args:    exactArgs(1, "OUTBOX_ID"),
 		RunE: a.apiRun(&f, func(ctx context.Context, c *apiConn, args []string) error {
 			item, err := c.Outbox.Cancel(ctx, args[0])
-			return a.printItem(f, item, err)
+			return a.printAnswer(f, item, err)
 		}),
 	}
 	f.add(c)

@@ -69,8 +69,9 @@ func (p *pageFlags) add(c *cobra.Command) {
 }
 
 func (a *app) chatsCommand() *cobra.Command {
-	return listGroup("chats", "List a line's chats",
-		"  blueline chats list --line +15550000001", "list", a.chatsListCommand())
+	return listGroup("chats", "List a line's chats; lease them, and give the owner's back to agents",
+		"  blueline chats list --line +15550000001\n  blueline chats resume --line +15550000001 --to +15551234567",
+		"list, lease, release or resume", a.chatsListCommand(), a.chatsLeaseCommand(), a.chatsReleaseCommand(), a.chatsResumeCommand())
 }
 
 func (a *app) chatsListCommand() *cobra.Command {
@@ -216,7 +217,7 @@ error and payload.`,
 		Args:    exactArgs(1, "OUTBOX_ID"),
 		RunE: a.apiRun(&f, func(ctx context.Context, c *apiConn, args []string) error {
 			item, err := c.Outbox.Get(ctx, args[0])
-			return a.printItem(f, item, err)
+			return a.printAnswer(f, item, err)
 		}),
 	}
 	f.add(c)
@@ -321,14 +322,14 @@ func (a *app) fetchTo(ctx context.Context, link string) error {
 	return err
 }
 
-// printItem prints an outbox item an API call answered (or its error), as
-// JSON with --json.
-func (a *app) printItem(f apiFlags, item *api.OutboxItem, err error) error {
+// printAnswer prints what an API call answered (or its error): an outbox
+// item, a lease…, as fields, or as JSON with --json.
+func (a *app) printAnswer(f apiFlags, v any, err error) error {
 	if err != nil {
 		return err
 	}
 	if f.json {
-		return printJSON(a.stdout, item)
+		return printJSON(a.stdout, v)
 	}
-	return printFields(a.stdout, "", item)
+	return printFields(a.stdout, "", v)
 }

@@ -48,6 +48,8 @@ func TestClientCommandUsageErrors(t *testing.T) {
 		{[]string{"lines", "list", "x"}, `lines list takes no argument "x"`, "blueline lines list"},
 		{[]string{"lines"}, "lines needs a subcommand: list", "blueline lines"},
 		{[]string{"chats", "list"}, "chats list needs --line", "blueline chats list"},
+		{[]string{"chats", "lease", "--line", "+1"}, "chats lease needs --line and --to: --to is missing", "blueline chats lease"},
+		{[]string{"chats", "resume"}, "chats resume needs --line and --to: --line and --to are missing", "blueline chats resume"},
 		{[]string{"messages", "list", "--line", "+1"}, "messages list needs --line and --chat", "blueline messages list"},
 		{[]string{"messages", "get", "msg_1", "--chat", "+1"}, "messages get needs --line and --chat", "blueline messages get"},
 		{[]string{"messages", "fetch"}, `unknown messages command "fetch" (list or get)`, "blueline messages"},

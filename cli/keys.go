@@ -24,12 +24,13 @@ func (a *app) keysCreateCommand() *cobra.Command {
 	var lines string
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "create --label TEXT [--scopes all|scope,…] [--lines HANDLE_OR_ID,…] [--owner NAME]",
+		Use:   "create --label TEXT [--scopes all|scope,…] [--lines HANDLE_OR_ID,…] [--owner NAME] [--agent]",
 		Short: "Create an API key and print it (only the key) on stdout",
 		Long: `Create an API key and print it, and only it, on stdout: sk_live_ and 40 base62
 characters. The key is shown once: the daemon keeps only its hash.`,
 		Example: `  blueline keys create --label my-app --owner you@example.com
   blueline keys create --label reader --scopes messages:read --lines +15550000000
+  blueline keys create --label support-bot --agent
   KEY=$(blueline keys create --label ci)`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -53,6 +54,7 @@ characters. The key is shown once: the daemon keeps only its hash.`,
 	f.StringVar(&req.Scopes, "scopes", "all", "all, or scope,scope,…")
 	f.StringVar(&lines, "lines", "", "handles or line IDs the key is limited to, comma-separated (default all)")
 	f.StringVar(&req.Owner, "owner", "", "who the key belongs to")
+	f.BoolVar(&req.Agent, "agent", false, "an AI agent's key: it yields to the line's owner and to other keys' chat leases")
 	f.BoolVar(&asJSON, "json", false, "print the key's record, key included, as JSON")
 	return c
 }
@@ -62,8 +64,8 @@ func (a *app) keysListCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "list",
 		Short: "List the active keys (never the keys themselves)",
-		Long: `List the active keys: ID, label, scopes, lines, owner, creation time; never
-the key itself. On a terminal, an aligned table with a header; otherwise one
+		Long: `List the active keys: ID, label, scopes, lines, owner, creation time,
+whether an agent uses it; never the key itself. On a terminal, an aligned table with a header; otherwise one
 tab-separated line per key.`,
 		Example: "  blueline keys list\n  blueline keys list --json",
 		Args:    noArgs,
@@ -78,10 +80,16 @@ tab-separated line per key.`,
 			}
 			rows := make([][]string, 0, len(keys))
 			for _, k := range keys {
+				agent := "no"
+				if k.Agent {
+					agent = "yes"
+				}
+				// AGENT comes last, so that scripts reading the columns
+				// before it by position read them as before.
 				rows = append(rows, []string{k.ID, k.Label, scopeList(k.Scopes), orAll(k.Lines), orDash(k.Owner),
-					time.UnixMilli(k.CreatedAt).UTC().Format(time.RFC3339)})
+					time.UnixMilli(k.CreatedAt).UTC().Format(time.RFC3339), agent})
 			}
-			return printTable(a.stdout, []string{"ID", "LABEL", "SCOPES", "LINES", "OWNER", "CREATED"}, rows)
+			return printTable(a.stdout, []string{"ID", "LABEL", "SCOPES", "LINES", "OWNER", "CREATED", "AGENT"}, rows)
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the keys as a JSON array")

@@ -15,14 +15,14 @@ import (
 )
 
 // simCommands lists the sim subcommands, for the usage errors.
-const simCommands = "inbound, reaction, typing, edit, unsend, read, group or availability"
+const simCommands = "inbound, owner-send, reaction, typing, edit, unsend, read, group or availability"
 
 func (a *app) simCommand() *cobra.Command {
 	sim := group("sim", "Simulate contacts on a simulated line: messages, tapbacks, typing, edits, reads, group changes",
 		"  blueline sim inbound --line +15550000000 --from +15551234567 --text hello\n  blueline sim typing --line +15550000000 --from +15551234567",
 		simCommands)
 	sim.AddCommand(
-		a.simInboundCommand(), a.simReactionCommand(), a.simTypingCommand(), a.simEditCommand(),
+		a.simInboundCommand(), a.simOwnerSendCommand(), a.simReactionCommand(), a.simTypingCommand(), a.simEditCommand(),
 		a.simUnsendCommand(), a.simReadCommand(), a.simGroupCommand(), a.simAvailabilityCommand(),
 	)
 	return sim
@@ -167,6 +167,25 @@ memo's transcription is null (not transcribed yet).`,
 			}
 			req.Participants = splitList(participants)
 			return nil
+		},
+		req: &req,
+	})
+}
+
+func (a *app) simOwnerSendCommand() *cobra.Command {
+	var req api.SimOwnerSend
+	return a.simPost(simSpec{
+		use:   "owner-send --line HANDLE --to HANDLE_OR_CHAT --text TEXT",
+		short: "The line's owner sends a message from their own phone; prints the message as JSON",
+		long: `The line's owner sends a message from another device (their iPhone or Mac),
+not through Blueline: it arrives as message.sent, and the chat becomes human
+active: agent keys may not write to it for the line's takeover_quiet. --to is
+a contact's handle or a chat ID (cht_…). The message is printed as JSON.`,
+		example: `  blueline sim owner-send --line +15550000000 --to +15551234567 --text "I'll take it from here"`,
+		needs: []simString{
+			{&req.Line, "line", "the owner's line"},
+			{&req.To, "to", "a contact's handle or a chat ID (cht_…)"},
+			{&req.Text, "text", "what the owner writes"},
 		},
 		req: &req,
 	})

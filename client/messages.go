@@ -23,7 +23,7 @@ func (s *LineService) List(ctx context.Context) ([]api.Line, error) {
 	return page.Data, nil
 }
 
-// ChatService reads a line's chats (GET /v1/chats).
+// ChatService reads a line's chats (GET /v1/chats) and leases them.
 type ChatService struct{ c *Client }
 
 // ChatListParams selects a line's chats.

@@ -253,6 +253,10 @@ type Line struct {
 	OptOutWords []string `toml:"opt_out_words"`
 	OptInWords  []string `toml:"opt_in_words"`
 	OptOutReply string   `toml:"opt_out_reply"`
+	// TakeoverQuiet is how long a chat stays the owner's after the owner
+	// writes in it from another device: agent keys may not write to it
+	// until then.
+	TakeoverQuiet Duration `toml:"takeover_quiet"`
 
 	// The Messages bridge only (bridge = "messages"); "~" means the home
 	// folder of the user the daemon runs as.
@@ -310,6 +314,7 @@ const (
 	DefaultFileTimeout    = 3 * time.Minute
 	DefaultPoll           = time.Second
 	DefaultTransferWait   = 2 * time.Minute
+	DefaultTakeoverQuiet  = 20 * time.Minute
 )
 
 // Sandbox is the shared line every API key can reach for trying things out.

@@ -83,7 +83,7 @@ func TestDefault(t *testing.T) {
 		}
 	}
 	want := config.Line{Handle: "+15550000001", Label: "Main line", Bridge: "sim", Service: "imessage", AdvancedFeatures: true,
-		OptOutWords: keyword.DefaultOptOut, OptInWords: keyword.DefaultOptIn}
+		OptOutWords: keyword.DefaultOptOut, OptInWords: keyword.DefaultOptIn, TakeoverQuiet: config.Duration{Duration: config.DefaultTakeoverQuiet}}
 	if len(c.Lines) == 1 && !reflect.DeepEqual(c.Lines[0], want) {
 		t.Errorf("Lines[0] = %+v, want %+v", c.Lines[0], want)
 	}
@@ -337,6 +337,11 @@ func TestLoadErrors(t *testing.T) {
 				`guard.cold_after: must be from "1h" to "720h" (30 days), got 30m0s`},
 		},
 		{
+			name: "takeover_quiet out of range",
+			doc:  "[[lines]]\nhandle = \"+15550000001\"\ntakeover_quiet = \"30s\"\n[[lines]]\nhandle = \"+15550000002\"\ntakeover_quiet = \"25h\"\n",
+			want: []string{"lines[0].takeover_quiet: must be from 1m to 24h, got 30s", "lines[1].takeover_quiet: must be from 1m to 24h, got 25h0m0s"},
+		},
+		{
 			name: "guard of a line not a boolean",
 			doc:  "[[lines]]\nhandle = \"+15550000001\"\nguard = \"yes\"\n",
 			want: []string{"guard"},
@@ -505,7 +510,8 @@ func TestRequestsPerHourAbsentVersusZero(t *testing.T) {
 
 func TestMinimalFileTakesDefaults(t *testing.T) {
 	c := mustLoad(t, oneLine)
-	want := config.Line{Handle: "+15550000001", Bridge: "sim", Service: "imessage", OptOutWords: keyword.DefaultOptOut, OptInWords: keyword.DefaultOptIn}
+	want := config.Line{Handle: "+15550000001", Bridge: "sim", Service: "imessage", OptOutWords: keyword.DefaultOptOut, OptInWords: keyword.DefaultOptIn,
+		TakeoverQuiet: config.Duration{Duration: 20 * time.Minute}}
 	if !reflect.DeepEqual(c.Lines[0], want) {
 		t.Errorf("Lines[0] = %+v, want %+v", c.Lines[0], want)
 	}

@@ -217,6 +217,12 @@ func (c *Config) checkLines(k *checker) {
 		if l.Service == "" {
 			l.Service = "imessage"
 		}
+		switch d := l.TakeoverQuiet.Duration; {
+		case d == 0:
+			l.TakeoverQuiet.Duration = DefaultTakeoverQuiet
+		case d < time.Minute || d > 24*time.Hour:
+			k.failf(key+".takeover_quiet", "must be from 1m to 24h, got %s", d)
+		}
 		oneOf(k, key+".bridge", l.Bridge, "sim", "messages")
 		oneOf(k, key+".service", l.Service, "imessage", "sms")
 		checkMessagesLine(k, key, l, chatDBs)

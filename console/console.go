@@ -129,6 +129,7 @@ func (c *Console) routes() *httprouter.Router {
 	get("/dashboard/chats/:id", c.signedIn(c.chat))
 	get("/dashboard/chats/:id/live", c.signedIn(c.chatLive))
 	r.HandlerFunc(http.MethodPost, "/dashboard/chats/:id/reply", c.signedIn(c.reply))
+	r.HandlerFunc(http.MethodPost, "/dashboard/chats/:id/resume", c.signedIn(c.resumeAgents))
 	get("/dashboard/outbox", c.signedIn(c.outbox))
 	get("/dashboard/webhooks", c.signedIn(c.webhooks))
 	r.HandlerFunc(http.MethodPost, "/dashboard/webhooks", c.signedIn(c.createWebhook))

@@ -334,7 +334,7 @@ func (c *Console) createKey(w http.ResponseWriter, r *http.Request) {
 	s := currentSession(r.Context())
 	scopes := r.PostForm["scope"]
 	req := api.KeyRequest{Label: r.PostFormValue("label"), Scopes: strings.Join(scopes, ","), Lines: r.PostForm["line"],
-		Owner: r.PostFormValue("owner")}
+		Owner: r.PostFormValue("owner"), Agent: r.PostFormValue("agent") != ""}
 	if s.Owner != "" {
 		req.Owner = s.Owner // an owner creates keys of their own only
 	}
@@ -435,6 +435,10 @@ type chatView struct {
 	// Typing are the chat's members typing now.
 	Typing []api.Indicator
 	After  uint64 // the last event included, where live updates resume
+	// HumanActiveUntil is, while the owner has the chat (they wrote in it
+	// from their own devices), when agent keys may write to it again
+	// (Unix ms); 0 otherwise.
+	HumanActiveUntil int64
 }
 
 // loadChat reads a chat through the API, so that a chat the session may
@@ -497,6 +501,13 @@ func (c *Console) loadChat(r *http.Request, id string) (chatView, error) {
 		return v, err
 	}
 	v.Typing = slices.DeleteFunc(typing.Data, func(ind api.Indicator) bool { return !ind.IsTyping })
+	h, err := c.opts.DB.HandoffOf(r.Context(), id)
+	switch {
+	case err == nil && h.Until > time.Now().UnixMilli():
+		v.HumanActiveUntil = h.Until
+	case err != nil && !errors.Is(err, storage.ErrNotFound):
+		return v, err
+	}
 	return v, nil
 }
 
@@ -509,6 +520,9 @@ func (c *Console) chat(w http.ResponseWriter, r *http.Request) {
 	p := page{Title: chatTitle(v.Chat), Nav: "chats", Data: v}
 	if id := r.URL.Query().Get("sent"); storage.IDShaped(id, "obx_") {
 		p.Notice = "Accepted as outbox item " + id + "."
+	}
+	if r.URL.Query().Get("resumed") != "" {
+		p.Notice = "Agents resumed: agent keys may write to this chat again."
 	}
 	c.render(w, r, http.StatusOK, "chat", nil, p)
 }
@@ -535,6 +549,23 @@ func (c *Console) reply(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, "/dashboard/chats/"+id+"?sent="+item.ID, http.StatusSeeOther)
+}
+
+// resumeAgents gives a chat the owner took over back to the agents: the
+// console's Resume agents button.
+func (c *Console) resumeAgents(w http.ResponseWriter, r *http.Request) {
+	id := pathValue(r, "id")
+	v, err := c.loadChat(r, id)
+	if err != nil {
+		c.fail(w, r, nil, err)
+		return
+	}
+	var res api.ChatResume
+	if err := c.call(r, false, "POST", "/v1/chats/resume", map[string]any{"from": v.Line.Handle, "to": id}, &res); err != nil {
+		c.render(w, r, statusOf(err), "chat", nil, page{Title: chatTitle(v.Chat), Nav: "chats", Data: v, Error: c.errorText(r, err)})
+		return
+	}
+	http.Redirect(w, r, "/dashboard/chats/"+id+"?resumed=1", http.StatusSeeOther)
 }
 
 func (c *Console) outbox(w http.ResponseWriter, r *http.Request) {

@@ -30,7 +30,7 @@ func configuredLines(cfg *config.Config) []storage.Line {
 	for _, l := range cfg.Lines {
 		lines = append(lines, storage.Line{Handle: l.Handle, Label: l.Label, Service: l.Service, Bridge: l.Bridge,
 			AdvancedFeatures: l.AdvancedFeatures, OptOutWords: keyword.FoldAll(l.OptOutWords), OptInWords: keyword.FoldAll(l.OptInWords),
-			OptOutReply: l.OptOutReply})
+			OptOutReply: l.OptOutReply, TakeoverQuiet: l.TakeoverQuiet.Milliseconds()})
 	}
 	return lines
 }

@@ -87,6 +87,11 @@ func (d *Daemon) newJobs(cfg *config.Config, mtr *metrics.Metrics, guards guardS
 		{"expired dashboard sign-ins", time.Hour, func(ctx context.Context) (int, error) {
 			return d.db.PurgeConsole(ctx, time.Now().UnixMilli())
 		}},
+		// Writes are checked against the clock; this tells the receivers
+		// (agent_resumed, chat.released) within a minute of the end.
+		{"ended takeovers and chat leases", time.Minute, func(ctx context.Context) (int, error) {
+			return d.db.ExpireAgentHolds(ctx, time.Now().UnixMilli())
+		}},
 	} {
 		js.all = append(js.all, &job{name: "purge " + p.what, run: func(ctx context.Context) error {
 			purge.Every(ctx, p.interval, d.log, p.what, p.forget)

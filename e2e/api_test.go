@@ -97,7 +97,8 @@ func TestKeysListAndRevoke(t *testing.T) {
 	// Revocation is immediate.
 	out := td.mustCLI("keys", "list")
 	fields := strings.Split(strings.TrimSpace(out), "\t")
-	if len(fields) != 6 || !strings.HasPrefix(fields[0], "key_") || fields[1] != "test" || fields[2] != "all" || fields[3] != "all" || fields[4] != "-" {
+	if len(fields) != 7 || !strings.HasPrefix(fields[0], "key_") || fields[1] != "test" || fields[2] != "all" || fields[3] != "all" || fields[4] != "-" ||
+		fields[6] != "no" {
 		t.Fatalf("keys list: %q", out)
 	}
 	if strings.Contains(out, key) || strings.Contains(out, strings.TrimPrefix(key, "sk_live_")) {

@@ -67,7 +67,7 @@ func newAPI(t testing.TB, opts server.Options) *apiEnv {
 	lines, err := db.SyncLines(ctx, []storage.Line{
 		{Handle: sandboxLine, Label: "Sandbox", Service: "imessage", Bridge: "sim", AdvancedFeatures: true, IsSandbox: true},
 		{Handle: mainLine, Label: "Main line", Service: "imessage", Bridge: "sim", AdvancedFeatures: true,
-			OptOutWords: keyword.FoldAll(keyword.DefaultOptOut), OptInWords: keyword.FoldAll(keyword.DefaultOptIn)},
+			OptOutWords: keyword.FoldAll(keyword.DefaultOptOut), OptInWords: keyword.FoldAll(keyword.DefaultOptIn), TakeoverQuiet: (20 * time.Minute).Milliseconds()},
 		{Handle: smsLine, Label: "SMS line", Service: "sms", Bridge: "sim"},
 		{Handle: plainLine, Service: "imessage", Bridge: "sim"},
 	})
@@ -98,6 +98,8 @@ type keyOpts struct {
 	Scopes []string
 	Lines  []string // handles
 	Owner  string
+	Label  string // "test" when empty
+	Agent  bool
 }
 
 // key stores an API key as `blueline keys create` does and returns its secret.
@@ -113,7 +115,12 @@ func (e *apiEnv) key(o keyOpts) string {
 	for _, h := range o.Lines {
 		ids = append(ids, e.lines[h].ID)
 	}
-	k := storage.Key{ID: storage.NewID("key_"), Label: "test", Scopes: scopes, LineIDs: ids, Owner: o.Owner, Hash: sum[:], CreatedAt: time.Now().UnixMilli()}
+	label := o.Label
+	if label == "" {
+		label = "test"
+	}
+	k := storage.Key{ID: storage.NewID("key_"), Label: label, Scopes: scopes, LineIDs: ids, Owner: o.Owner, Agent: o.Agent, Hash: sum[:],
+		CreatedAt: time.Now().UnixMilli()}
 	if err := e.db.CreateKey(context.Background(), k); err != nil {
 		e.t.Fatal(err)
 	}

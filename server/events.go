@@ -208,6 +208,7 @@ var eventScopes = map[string]string{
 	api.EventReactionAdded: "reactions:read", api.EventReactionRemoved: "reactions:read",
 	api.EventReceiptRead: "receipts:read", api.EventChatUpdated: "chats:read",
 	api.EventContactOptedOut: "chats:read", api.EventContactOptedIn: "chats:read",
+	api.EventChatHandoff: "chats:read", api.EventChatLeased: "chats:read", api.EventChatReleased: "chats:read",
 }
 
 // streamedEvents are the events a stream follows: those asked for, each of

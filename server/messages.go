@@ -236,7 +236,9 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, idem string, li
 	if item.Kind == storage.KindEdit {
 		req.EditLimit = maxEdits
 	}
+	req.Agent = agentCheck(apiKey(ctx), item.ChatID, now)
 	stored, replayed, err := s.db.Enqueue(ctx, req)
+	err = agentRefusal(err, item.ChatID, now)
 	var guardErr *storage.GuardError
 	var contactErr *storage.ContactError
 	switch {

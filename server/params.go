@@ -123,6 +123,21 @@ func (b body) fromTo() (from, to string, err error) {
 	return from, to, err
 }
 
+// integer reads an optional integer field, what saying what it counts
+// ("a number of seconds"); absent and null are nil. A string, a fraction
+// or an exponent is refused, not rounded.
+func (b body) integer(name, what string) (*int64, error) {
+	raw, ok := b[name]
+	if !ok || string(raw) == "null" {
+		return nil, nil
+	}
+	v, err := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, 64)
+	if err != nil {
+		return nil, httpapi.Invalid(name, "%s must be an integer: %s, without a fraction or exponent.", name, what)
+	}
+	return &v, nil
+}
+
 func (b body) bool(name string) (bool, error) {
 	raw, ok := b[name]
 	if !ok || string(raw) == "null" {

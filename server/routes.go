@@ -32,6 +32,11 @@ func (s *Server) routes(r patternRouter) {
 	r.POST("/v1/contacts/blocked", s.api("messages:write", s.blockContact))
 	r.POST("/v1/contacts/blocked.csv", s.api("messages:write", s.importBlocked))
 	r.DELETE("/v1/contacts/blocked/:handle", s.api("messages:write", s.unblockContact))
+	// Agents on a line: chat leases, and the owner giving a chat they took
+	// over back to the agents.
+	r.POST("/v1/chats/lease", s.api("messages:write", s.leaseChat))
+	r.DELETE("/v1/chats/lease", s.api("messages:write", s.releaseChat))
+	r.POST("/v1/chats/resume", s.api("messages:write", s.resumeAgents))
 	// The key owner's own sandbox: any key with an owner, whatever its
 	// scopes, as the reference's CLI expects.
 	r.GET("/v1/sandbox", s.api(anyScope, s.getSandbox))

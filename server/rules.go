@@ -59,6 +59,17 @@ import (
 //     with them and adding them to a group, not to an existing group's
 //     messages; an unsend always passes. The line's own reply to an
 //     opt-out is put in the outbox by that transaction, past this rule.
+// 10. Agents (agentCheck, storage.Enqueue): a write of an agent key to a
+//     chat is refused 409 human_active while the line's owner has the
+//     chat (they wrote in it from their own devices within the line's
+//     takeover_quiet, and did not resume the agents), and 409 chat_leased
+//     while another key holds its lease. Both change at any moment (an
+//     owner's message, a lease taken), so they are decided inside the
+//     transaction that stores the item, against the server's clock: a
+//     write either committed before the takeover or lease, or sees it.
+//     After the idempotency check, so that a replay of a write accepted
+//     before still answers with its item. Keys that are not agents' and
+//     the console are never held back: the owner always overrides.
 
 // conversation resolves the line and recipient of a write and applies
 // rules 3 to 6.

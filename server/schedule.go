@@ -1,11 +1,8 @@
 package server
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/blueline-app/blueline/httpapi"
@@ -30,22 +27,11 @@ const (
 // milliseconds, from SendAtSkew ago to SendAtHorizon ahead. Absent or null
 // is nil (send at once).
 func (b body) sendAt(now time.Time) (*int64, error) {
-	raw, ok := b["send_at"]
-	if !ok || string(raw) == "null" {
-		return nil, nil
+	p, err := b.integer("send_at", "a Unix time in milliseconds")
+	if p == nil || err != nil {
+		return nil, err
 	}
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] == '"' {
-		return nil, httpapi.Invalid("send_at", "send_at must be an integer: a Unix time in milliseconds.")
-	}
-	var f float64
-	if err := json.Unmarshal(raw, &f); err != nil {
-		return nil, httpapi.Invalid("send_at", "send_at must be an integer: a Unix time in milliseconds.")
-	}
-	v, err := strconv.ParseInt(string(raw), 10, 64)
-	if err != nil {
-		return nil, httpapi.Invalid("send_at", "send_at must be an integer: a Unix time in milliseconds, without a fraction or exponent.")
-	}
+	v := *p
 	switch {
 	case v < now.Add(-SendAtSkew).UnixMilli():
 		return nil, httpapi.Invalid("send_at", "send_at %d is in the past (%s): it must be a Unix time in milliseconds, now or later (at most %s early).",

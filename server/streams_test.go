@@ -242,6 +242,7 @@ var eventScope = map[string]string{
 	api.EventReactionAdded: "reactions:read", api.EventReactionRemoved: "reactions:read",
 	api.EventReceiptRead: "receipts:read", api.EventChatUpdated: "chats:read",
 	api.EventContactOptedOut: "chats:read", api.EventContactOptedIn: "chats:read",
+	api.EventChatHandoff: "chats:read", api.EventChatLeased: "chats:read", api.EventChatReleased: "chats:read",
 }
 
 // webhooks:read alone reads no message: asking for an event needs its read

@@ -218,6 +218,12 @@ func (s *Server) EventData(d storage.Delivery, lineHandle string) (json.RawMessa
 		data = toChatEventData(*d.ChatUpdate, lineHandle)
 	case d.Contact != nil:
 		data = api.ContactEventData{Handle: d.Contact.Handle, ChatID: d.ChatID, At: d.Contact.At, LineHandle: lineHandle}
+	case d.Handoff != nil:
+		data = api.HandoffEventData{ChatID: d.Handoff.ChatID, LineHandle: lineHandle, State: d.Handoff.State, Until: nonZero(d.Handoff.Until)}
+	case d.Lease != nil:
+		l := d.Lease
+		data = api.LeaseEventData{ChatID: l.ChatID, LineHandle: lineHandle, KeyID: l.KeyID, KeyLabel: l.KeyLabel, Label: nonEmpty(l.Label),
+			ExpiresAt: l.ExpiresAt, Released: nonEmpty(l.Released)}
 	default:
 		return nil, fmt.Errorf("delivery %s carries no event", d.ID)
 	}

@@ -65,6 +65,8 @@ var (
 	bktHistoryChats  = []byte("history_chats")    // chat ID → number; number → chat ID: what history IDs name (history.go)
 	bktBlocked       = []byte("blocked")          // line ID ‖ 0 ‖ handle → BlockedContact (contacts.go)
 	bktOptOuts       = []byte("opt_outs")         // line ID ‖ 0 ‖ handle → OptOut (contacts.go)
+	bktHandoffs      = []byte("handoffs")         // chat ID → Handoff: the owner took the chat over (agents.go)
+	bktLeases        = []byte("leases")           // chat ID → Lease (agents.go)
 )
 
 var allBuckets = [][]byte{
@@ -73,6 +75,7 @@ var allBuckets = [][]byte{
 	bktOutboxDue, bktOutboxClaimed, bktIdempotency, bktSandbox, bktFiles, bktReactions, bktReceipts,
 	bktWebhooks, bktWebhookLines, bktDeliveries, bktDeliveriesDue, bktAttempts, bktBridgeState, bktChatUpdates,
 	bktEvents, bktConsole, bktConsoleLinks, bktConsoleSess, bktGuard, bktHistoryChats, bktBlocked, bktOptOuts,
+	bktHandoffs, bktLeases,
 }
 
 // schemaVersion 2 added compact history records and the compact GUID

@@ -18,6 +18,9 @@ type Key struct {
 	Scopes  []string `json:"scopes"`
 	LineIDs []string `json:"line_ids"` // empty: every line
 	Owner   string   `json:"owner"`
+	// Agent marks a key an AI agent uses: its writes yield to the line's
+	// owner (a chat the owner took over) and to other keys' chat leases.
+	Agent bool `json:"agent,omitempty"`
 	// Hint is the secret's prefix and last four characters, to tell keys
 	// apart: never enough to guess the secret.
 	Hint      string `json:"hint,omitempty"`

@@ -18,13 +18,17 @@ type Line struct {
 	Bridge           string `json:"bridge"`
 	AdvancedFeatures bool   `json:"advanced_features"`
 	IsSandbox        bool   `json:"is_sandbox"`
-	CreatedAt        int64  `json:"created_at"`
 	// The line's opt-out and opt-in keywords, folded (keyword.Fold), and
 	// what it answers a contact who opts out ("" for nothing), from its
 	// configuration.
 	OptOutWords []string `json:"-"`
 	OptInWords  []string `json:"-"`
 	OptOutReply string   `json:"-"`
+	// TakeoverQuiet is how long (ms) a chat stays the owner's after the
+	// owner writes in it from another device: agent keys may not write to
+	// it until then. 0: the owner's messages take nothing over.
+	TakeoverQuiet int64 `json:"takeover_quiet,omitempty"`
+	CreatedAt     int64 `json:"created_at"`
 }
 
 // SyncLines records the configured lines, keeping the ID of every handle seen

@@ -683,6 +683,11 @@ func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, h *historyTx) (r
 		if err := db.queueEvent(tx, event, c.LineID, c.ID, EventSubject{Message: &m}); err != nil {
 			return res, err
 		}
+		if m.IsFromMe {
+			if err := db.takeOver(tx, line, c, m); err != nil {
+				return res, err
+			}
+		}
 	}
 	if events && in.Keyword != "" && !m.IsFromMe && !c.IsGroup {
 		if err := db.applyKeyword(tx, line, c, in.Keyword); err != nil {

@@ -118,6 +118,10 @@ type EnqueueRequest struct {
 	// not allow (a *GuardError). Messages are counted for the guard's
 	// standing whether or not it is set.
 	Guard *GuardLimits
+	// Agent, for an agent key's write to a chat, refuses it while the
+	// line's owner has the chat (*ErrHumanActive) or another key leases
+	// it (*ErrChatLeased).
+	Agent *AgentCheck
 }
 
 // IdempotencyTTL is how long an Idempotency-Key is remembered.
@@ -166,6 +170,9 @@ func (db *DB) Enqueue(ctx context.Context, req EnqueueRequest) (item OutboxItem,
 			if err != nil && err != ErrNotFound {
 				return err
 			}
+		}
+		if err := checkAgent(tx, req.Agent); err != nil {
+			return err
 		}
 		if req.SandboxDay != "" {
 			b := tx.Bucket(bktSandbox)
@@ -545,6 +552,9 @@ func adoptMessage(tx *bolt.Tx, m *Message) (bool, error) {
 	}
 	stored.OutboxID = m.OutboxID
 	*m = stored
+	if err := undoTakeOver(tx, m.ChatID, m.GUID); err != nil {
+		return false, err
+	}
 	return true, storeMessage(tx, key, m)
 }
 

@@ -209,6 +209,8 @@ type EventSubject struct {
 	ChatUpdate *ChatUpdate `json:"chat_update,omitempty"`
 	// Contact is a contact opting out of the line's messages or back in.
 	Contact *ContactChange `json:"contact,omitempty"`
+	Handoff *Handoff       `json:"handoff,omitempty"`
+	Lease   *Lease         `json:"lease,omitempty"`
 }
 
 // contact is the contact whose doing the subject is: the sender of a

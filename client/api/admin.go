@@ -10,6 +10,9 @@ type KeyRequest struct {
 	Scopes string   `json:"scopes"` // "all" or comma-separated
 	Lines  []string `json:"lines"`  // handles or line IDs; empty: every line
 	Owner  string   `json:"owner"`
+	// Agent makes the key an agent's: its writes yield to the line's
+	// owner and to other keys' chat leases.
+	Agent bool `json:"agent,omitempty"`
 }
 
 // KeyInfo describes a key; Secret is set only when the key is created.
@@ -21,10 +24,19 @@ type KeyInfo struct {
 	Scopes    []string `json:"scopes"`
 	Lines     []string `json:"lines"` // handles
 	Owner     string   `json:"owner"`
+	Agent     bool     `json:"agent"`
 	CreatedAt int64    `json:"created_at"`
 	// LastUsedAt is when the key last made a request, to the minute; 0
 	// for never.
 	LastUsedAt int64 `json:"last_used_at"`
+}
+
+// SimOwnerSend is a message the line's owner sends from another device
+// (their iPhone or Mac), not through Blueline.
+type SimOwnerSend struct {
+	Line string `json:"line"`
+	To   string `json:"to"` // a contact's handle or a chat ID (cht_…)
+	Text string `json:"text"`
 }
 
 // SimInbound is a message a simulated contact sends to a line.

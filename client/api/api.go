@@ -279,3 +279,29 @@ type List[T any] struct {
 	NextCursor *string `json:"next_cursor"`
 	RequestID  string  `json:"request_id"`
 }
+
+// ChatLease is a chat held by one API key (POST /v1/chats/lease): other
+// agent keys may not write to it until it expires or is released.
+type ChatLease struct {
+	Object     string  `json:"object"` // "chat_lease"
+	ChatID     string  `json:"chat_id"`
+	LineHandle string  `json:"line_handle"`
+	KeyID      string  `json:"key_id"`
+	KeyLabel   string  `json:"key_label"`
+	Label      *string `json:"label"`
+	// Status is active, or released for the answer to a release.
+	Status    string `json:"status"`
+	CreatedAt int64  `json:"created_at"`
+	ExpiresAt int64  `json:"expires_at"`
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// ChatResume is the answer to POST /v1/chats/resume.
+type ChatResume struct {
+	Object     string `json:"object"` // "chat_resume"
+	ChatID     string `json:"chat_id"`
+	LineHandle string `json:"line_handle"`
+	// WasHumanActive is whether the owner had the chat until now.
+	WasHumanActive bool   `json:"was_human_active"`
+	RequestID      string `json:"request_id,omitempty"`
+}

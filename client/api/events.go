@@ -29,12 +29,20 @@ const (
 	// or back in (START).
 	EventContactOptedOut = "contact.opted_out"
 	EventContactOptedIn  = "contact.opted_in"
+	// EventChatHandoff is a chat changing hands between the line's owner
+	// and its agents: the owner wrote in it from another device
+	// (human_active), or the agents may write again (agent_resumed).
+	EventChatHandoff = "chat.handoff"
+	// EventChatLeased and EventChatReleased are a key taking, renewing or
+	// giving up a chat's lease.
+	EventChatLeased   = "chat.leased"
+	EventChatReleased = "chat.released"
 )
 
 // WebhookEvents are the events a webhook can subscribe to.
 var WebhookEvents = []string{EventMessageReceived, EventMessageSent, EventReactionAdded, EventReactionRemoved, EventMessageFailed,
 	EventMessageEdited, EventMessageUnsent, EventMessageDelivered, EventReceiptRead, EventChatUpdated,
-	EventContactOptedOut, EventContactOptedIn}
+	EventContactOptedOut, EventContactOptedIn, EventChatHandoff, EventChatLeased, EventChatReleased}
 
 // StandardEvents are the reference service's four: what a stream that
 // names no events follows, as an SDK-built receiver expects nothing else.
@@ -89,6 +97,30 @@ type ContactEventData struct {
 	LineHandle string `json:"line_handle"`
 }
 
+// HandoffEventData is the data of chat.handoff.
+type HandoffEventData struct {
+	ChatID     string `json:"chat_id"`
+	LineHandle string `json:"line_handle"`
+	// State is human_active (the owner wrote from another device) or
+	// agent_resumed.
+	State string `json:"state"`
+	// Until is, for human_active, when agent keys may write again (Unix
+	// ms) unless the owner writes again.
+	Until *int64 `json:"until,omitempty"`
+}
+
+// LeaseEventData is the data of chat.leased and chat.released.
+type LeaseEventData struct {
+	ChatID     string  `json:"chat_id"`
+	LineHandle string  `json:"line_handle"`
+	KeyID      string  `json:"key_id"`
+	KeyLabel   string  `json:"key_label"`
+	Label      *string `json:"label"`
+	ExpiresAt  int64   `json:"expires_at"`
+	// Released is, for chat.released, why: released or expired.
+	Released *string `json:"released,omitempty"`
+}
+
 // ChatChange is what changed in a group chat.
 type ChatChange struct {
 	// Action is participant_added, participant_removed, participant_left,
@@ -132,8 +164,23 @@ func (e *Event) Contact() (*ContactEventData, error) {
 	return decodeData[ContactEventData](e, "contact.")
 }
 
-// Chat decodes the data of a chat.* event.
-func (e *Event) Chat() (*ChatEventData, error) { return decodeData[ChatEventData](e, "chat.") }
+// Chat decodes the data of a chat.updated event.
+func (e *Event) Chat() (*ChatEventData, error) {
+	return decodeData[ChatEventData](e, EventChatUpdated)
+}
+
+// Handoff decodes the data of a chat.handoff event.
+func (e *Event) Handoff() (*HandoffEventData, error) {
+	return decodeData[HandoffEventData](e, EventChatHandoff)
+}
+
+// Lease decodes the data of a chat.leased or chat.released event.
+func (e *Event) Lease() (*LeaseEventData, error) {
+	if e.Type == EventChatReleased {
+		return decodeData[LeaseEventData](e, EventChatReleased)
+	}
+	return decodeData[LeaseEventData](e, EventChatLeased)
+}
 
 func decodeData[T any](e *Event, prefix string) (*T, error) {
 	if !strings.HasPrefix(e.Type, prefix) {

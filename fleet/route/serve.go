@@ -50,14 +50,16 @@ type caller struct {
 	Scopes  []string `json:"scopes"`
 	LineIDs []string `json:"line_ids,omitempty"`
 	Owner   string   `json:"owner,omitempty"`
+	// Agent carries the agent rules (server's rule 9) to the line's node.
+	Agent bool `json:"agent,omitempty"`
 }
 
 func callerOf(k storage.Key) caller {
-	return caller{ID: k.ID, Label: k.Label, Scopes: k.Scopes, LineIDs: k.LineIDs, Owner: k.Owner}
+	return caller{ID: k.ID, Label: k.Label, Scopes: k.Scopes, LineIDs: k.LineIDs, Owner: k.Owner, Agent: k.Agent}
 }
 
 func (c caller) key() storage.Key {
-	return storage.Key{ID: c.ID, Label: c.Label, Scopes: c.Scopes, LineIDs: c.LineIDs, Owner: c.Owner}
+	return storage.Key{ID: c.ID, Label: c.Label, Scopes: c.Scopes, LineIDs: c.LineIDs, Owner: c.Owner, Agent: c.Agent}
 }
 
 // Serve answers the requests other nodes forward to node, through api, at
