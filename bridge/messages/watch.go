@@ -316,7 +316,6 @@ func (w *watcher) start(ctx context.Context) error {
 				return
 			}
 			n += len(p.history)
-			w.cursor = p.last
 			if time.Since(logged) >= historyLog {
 				logged = time.Now()
 				w.b.log.Info("importing the Messages history", "rowid", p.last, "of", max,
