@@ -193,6 +193,13 @@ func TestCrashDuringHistoryImport(t *testing.T) {
 	chatDB := longUsedChatDB(t, dir, 90_000)
 	want := historyMessages(t, chatDB)
 	td, write := processTestDaemon(t)
+	// The key is made first, by a daemon without the Mac line: making it
+	// during the first start would take longer than the import.
+	write("")
+	first := serveBinary(td, bin)
+	key := td.key()
+	first.Process.Signal(syscall.SIGTERM)
+	first.Wait()
 	// No rate limit: the checks list every message, page after page.
 	write(fmt.Sprintf("\n[[lines]]\nhandle = %q\nbridge = \"messages\"\nchat_db = %q\nosascript = \"/bin/false\"\nhelper_port = %d\n[limits]\nrequests_per_hour = 0\n",
 		macLine, chatDB, freeTCPPort(t)))
@@ -251,7 +258,6 @@ func TestCrashDuringHistoryImport(t *testing.T) {
 		return out
 	}
 
-	var key string
 	seen := map[string]string{} // what clients saw before the kills
 	cut := 0
 	for try := 0; cut < 3 && try < 20; try++ {
@@ -261,13 +267,6 @@ func TestCrashDuringHistoryImport(t *testing.T) {
 		testkit.Eventually(t, 20*time.Second, func() bool {
 			return logHas("importing the Messages history") || logHas("imported the Messages history")
 		})
-		if key == "" {
-			testkit.Eventually(t, 20*time.Second, func() bool {
-				_, _, code := td.cli("keys", "list")
-				return code == 0
-			})
-			key = td.key()
-		}
 		// Some of the history is in.
 		var chats []map[string]any
 		testkit.Eventually(t, 20*time.Second, func() bool {
