@@ -130,6 +130,24 @@ func lineHealth(bridges map[string]bridge.Bridge) func(storage.Line) *api.LineHe
 	}
 }
 
+// lineLatency is a line's latency over the last day, for GET /v1/lines.
+func lineLatency(mtr *metrics.Metrics) func(storage.Line) api.LineLatency {
+	return func(l storage.Line) api.LineLatency {
+		d := mtr.LineLatency(l.ID)
+		q := func(stage string) api.LatencyQuantiles {
+			s := d.Stages[stage]
+			out := api.LatencyQuantiles{Count: s.Count}
+			if s.Count > 0 {
+				p50, p99 := s.P50.Milliseconds(), s.P99.Milliseconds()
+				out.P50Ms, out.P99Ms = &p50, &p99
+			}
+			return out
+		}
+		return api.LineLatency{Since: d.Since.UnixMilli(), AcceptToSent: q(metrics.AcceptToSent),
+			RowToWebhook: q(metrics.RowToWebhook), SentToDelivered: q(metrics.SentToDelivered)}
+	}
+}
+
 // availability asks a line's bridge whether a handle is reachable on
 // iMessage.
 func availability(bridges map[string]bridge.Bridge) func(context.Context, storage.Line, string) (bool, error) {

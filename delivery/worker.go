@@ -45,6 +45,13 @@ type Metrics interface {
 	// BridgeSend records how long a bridge ("sim", "messages") took over
 	// one action.
 	BridgeSend(bridge string, d time.Duration)
+	LatencyRecorder
+}
+
+// LatencyRecorder times a stage of a line's traffic: "accept_to_sent"
+// (the worker) or "sent_to_delivered" (the Receiver).
+type LatencyRecorder interface {
+	Latency(lineID, stage string, d time.Duration)
 }
 
 // Worker delivers the outbox. Start it with Run.
@@ -215,6 +222,7 @@ func (w *Worker) attempt(runCtx context.Context, item storage.OutboxItem) (stora
 	switch {
 	case sendErr == nil:
 		w.count("sent")
+		w.timeSent(item)
 		return sent, true
 	case runCtx.Err() != nil:
 		log.Info("stopped during a send; the item is retried at the next start")
@@ -237,6 +245,17 @@ func (w *Worker) attempt(runCtx context.Context, item storage.OutboxItem) (stora
 		log.Error("record delivery outcome", "err", err)
 	}
 	return sent, false
+}
+
+// timeSent records how long a message took from its acceptance, or its
+// scheduled time, to the network reporting it sent (retries and waits
+// included). Reactions, typing and the like are not messages: not timed.
+func (w *Worker) timeSent(item storage.OutboxItem) {
+	if w.opts.Metrics == nil || (item.Kind != storage.KindMessage && item.Kind != storage.KindGroupCreate) {
+		return
+	}
+	from := time.UnixMilli(max(item.CreatedAt, item.SendAt))
+	w.opts.Metrics.Latency(item.LineID, "accept_to_sent", w.clock.Now().Sub(from))
 }
 
 // isUnavailable reports whether err is the network known not to work

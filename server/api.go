@@ -15,6 +15,11 @@ func (s *Server) toAPILine(l storage.Line) api.Line {
 	if s.opts.LineHealth != nil {
 		out.Health = s.opts.LineHealth(l)
 	}
+	if s.opts.LineLatency != nil {
+		out.Latency = s.opts.LineLatency(l)
+	} else {
+		out.Latency.Since = s.now().UnixMilli()
+	}
 	return out
 }
 

@@ -27,6 +27,36 @@ type Line struct {
 	// Health is what the line's bridge has seen of the Mac (a Messages
 	// line), null on the simulated network.
 	Health *LineHealth `json:"health"`
+	// Latency is how long the line's traffic took over the last day, by
+	// stage.
+	Latency LineLatency `json:"latency"`
+}
+
+// LineLatency is a line's p50 and p99 of each timed stage over the last
+// day. The figures are kept in the daemon's memory: a restart starts the
+// day over (Since says from when).
+type LineLatency struct {
+	// Since is where the figures start (Unix ms): a day ago, to the 10
+	// minutes, or the daemon's start when that is later.
+	Since int64 `json:"since"`
+	// AcceptToSent: an outbox message from its acceptance (or scheduled
+	// time) to the network reporting it sent.
+	AcceptToSent LatencyQuantiles `json:"accept_to_sent"`
+	// RowToWebhook: a contact's message from its time on the network (the
+	// chat.db row's date; on the simulated network its arrival) to a
+	// webhook's 2xx answer to its message.received, one per webhook.
+	RowToWebhook LatencyQuantiles `json:"row_to_webhook"`
+	// SentToDelivered: a message of the line from when it was sent to its
+	// delivered receipt, as the network dates both.
+	SentToDelivered LatencyQuantiles `json:"sent_to_delivered"`
+}
+
+// LatencyQuantiles are one stage's figures: how many were timed, and the
+// median and 99th percentile in milliseconds (null when none was timed).
+type LatencyQuantiles struct {
+	Count int64  `json:"count"`
+	P50Ms *int64 `json:"p50_ms"`
+	P99Ms *int64 `json:"p99_ms"`
 }
 
 // LineHealth is a Messages line's bridge as it last saw chat.db and

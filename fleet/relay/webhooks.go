@@ -207,6 +207,9 @@ func (w *Webhooks) deliver(ctx context.Context, hook *storage.Webhook, d fleet.D
 	}
 	if m := w.opts.Metrics; m != nil {
 		m.WebhookAttempt(map[bool]string{true: "success", false: "failure"}[err == nil])
+		if err == nil {
+			webhook.TimeReceived(m, e.Name, e.LineID, e.EventSubject, time.Now())
+		}
 	}
 	if rerr := w.store.RecordAttempt(context.WithoutCancel(ctx), a); rerr != nil {
 		w.lg.Error("fleet: record a webhook attempt", "webhook_id", hook.ID, "delivery_id", id, "err", rerr)
