@@ -38,7 +38,11 @@ func TestLatencyOfSendsAndReceipts(t *testing.T) {
 	if item := e.wait(later.ID, completed); item.Status != storage.StatusSent {
 		t.Fatalf("scheduled item: %+v", item)
 	}
-	q := m.LineLatency(e.line.ID).Stages[metrics.AcceptToSent]
+	var q metrics.Quantiles
+	testkit.Eventually(t, 10*time.Second, func() bool { // timed just after it is recorded
+		q = m.LineLatency(e.line.ID).Stages[metrics.AcceptToSent]
+		return q.Count > 0
+	})
 	if q.Count != 1 || q.P50 != 3*time.Second || q.P99 != 3*time.Second {
 		t.Fatalf("accept to sent: %+v, want one of 3s", q)
 	}

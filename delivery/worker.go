@@ -176,6 +176,7 @@ func shardOf(chatID string, n int) int {
 func (w *Worker) work(ctx context.Context, queue <-chan storage.OutboxItem, finished chan<- struct{}) {
 	for item := range queue {
 		var sent []storage.Sent
+		var timed []timedSend // the same items, to time once recorded
 		taken := 0
 		start := time.Now()
 		for more := true; more; {
@@ -185,6 +186,7 @@ func (w *Worker) work(ctx context.Context, queue <-chan storage.OutboxItem, fini
 			if ctx.Err() == nil {
 				if s, ok := w.attempt(ctx, item); ok {
 					sent = append(sent, s)
+					timed = append(timed, timedSend{item, w.clock.Now()})
 				}
 			}
 			more = false
@@ -200,6 +202,10 @@ func (w *Worker) work(ctx context.Context, queue <-chan storage.OutboxItem, fini
 			// the items would invite duplicate sends, so only log.
 			if err := w.db.MarkSent(context.WithoutCancel(ctx), sent...); err != nil {
 				w.log.Error("record sent messages", "count", len(sent), "err", err)
+			}
+			// Timed once recorded, so that an item read as sent is counted.
+			for _, ts := range timed {
+				w.timeSent(ts.item, ts.at)
 			}
 		}
 		for range taken {
@@ -222,7 +228,6 @@ func (w *Worker) attempt(runCtx context.Context, item storage.OutboxItem) (stora
 	switch {
 	case sendErr == nil:
 		w.count("sent")
-		w.timeSent(item)
 		return sent, true
 	case runCtx.Err() != nil:
 		log.Info("stopped during a send; the item is retried at the next start")
@@ -247,15 +252,21 @@ func (w *Worker) attempt(runCtx context.Context, item storage.OutboxItem) (stora
 	return sent, false
 }
 
+// timedSend is an item the network reported sent at at.
+type timedSend struct {
+	item storage.OutboxItem
+	at   time.Time
+}
+
 // timeSent records how long a message took from its acceptance, or its
 // scheduled time, to the network reporting it sent (retries and waits
 // included). Reactions, typing and the like are not messages: not timed.
-func (w *Worker) timeSent(item storage.OutboxItem) {
+func (w *Worker) timeSent(item storage.OutboxItem, at time.Time) {
 	if w.opts.Metrics == nil || (item.Kind != storage.KindMessage && item.Kind != storage.KindGroupCreate) {
 		return
 	}
 	from := time.UnixMilli(max(item.CreatedAt, item.SendAt))
-	w.opts.Metrics.Latency(item.LineID, "accept_to_sent", w.clock.Now().Sub(from))
+	w.opts.Metrics.Latency(item.LineID, "accept_to_sent", at.Sub(from))
 }
 
 // isUnavailable reports whether err is the network known not to work
