@@ -20,7 +20,7 @@ import (
 
 var ctx = context.Background()
 
-func open(t *testing.T) (*storage.DB, storage.Line, *metrics.Metrics) {
+func open(t testing.TB) (*storage.DB, storage.Line, *metrics.Metrics) {
 	t.Helper()
 	db, err := storage.Open(t.TempDir())
 	if err != nil {
@@ -264,17 +264,8 @@ func TestLatency(t *testing.T) {
 // Recording is a map read, a lock and two counts: cheap on the paths that
 // call it (a sent message, a webhook's answer, a delivered receipt).
 func BenchmarkLatency(b *testing.B) {
-	db, err := storage.Open(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	lines, err := db.SyncLines(ctx, []storage.Line{{Handle: "+15550000001", Service: "imessage", Bridge: "sim"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	m := metrics.New(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	id := lines[0].ID
+	_, line, m := open(b)
+	id := line.ID
 	b.Run("serial", func(b *testing.B) {
 		for b.Loop() {
 			m.Latency(id, metrics.AcceptToSent, 1234*time.Millisecond)
