@@ -3,6 +3,7 @@ package metrics
 import (
 	"math"
 	"math/bits"
+	"slices"
 	"sync"
 	"time"
 
@@ -65,9 +66,7 @@ type lineLatency struct {
 	days      [stageCount]day
 }
 
-// stageIndex numbers the stages for the arrays of lineLatency.
-var stageIndex = map[string]int{AcceptToSent: 0, RowToWebhook: 1, SentToDelivered: 2}
-
+// stageCount is len(Stages), whose order numbers the arrays of lineLatency.
 const stageCount = 3
 
 func newLatencies(now func() time.Time, handle func(lineID string) (string, bool)) *latencies {
@@ -112,8 +111,8 @@ func (l *latencies) line(lineID string) *lineLatency {
 	defer l.mu.Unlock()
 	if ll = l.lines[lineID]; ll == nil {
 		ll = &lineLatency{}
-		for _, s := range Stages {
-			ll.observers[stageIndex[s]] = l.vecs[s].WithLabelValues(handle)
+		for i, s := range Stages {
+			ll.observers[i] = l.vecs[s].WithLabelValues(handle)
 		}
 		l.lines[lineID] = ll
 	}
@@ -121,8 +120,8 @@ func (l *latencies) line(lineID string) *lineLatency {
 }
 
 func (l *latencies) observe(lineID, stage string, d time.Duration) {
-	i, ok := stageIndex[stage]
-	if !ok {
+	i := slices.Index(Stages, stage)
+	if i < 0 {
 		return
 	}
 	ll := l.line(lineID)
@@ -148,11 +147,11 @@ func (l *latencies) day(lineID string) DayLatency {
 	}
 	out := DayLatency{Since: since, Stages: make(map[string]Quantiles, len(Stages))}
 	ll := l.line(lineID)
-	for _, s := range Stages {
+	for i, s := range Stages {
 		var q Quantiles
 		if ll != nil {
 			ll.mu.Lock()
-			q = ll.days[stageIndex[s]].quantiles(cur)
+			q = ll.days[i].quantiles(cur)
 			ll.mu.Unlock()
 		}
 		out.Stages[s] = q
