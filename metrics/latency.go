@@ -190,9 +190,10 @@ func (d *day) add(n int64, v time.Duration) {
 	case s == nil:
 		s = &slot{n: n, minMs: ms, maxMs: ms}
 		d.slots[n%daySlots] = s
-	case s.n != n:
+	case s.n < n:
 		*s = slot{n: n, minMs: ms, maxMs: ms} // a day old: start it over
 	}
+	// s.n > n only if the clock was set back: counted in the newer slot.
 	s.counts[bucketOf(ms)]++
 	s.minMs, s.maxMs = min(s.minMs, ms), max(s.maxMs, ms)
 }

@@ -167,6 +167,15 @@ func TestLastDay(t *testing.T) {
 		t.Errorf("after recording in a reused slot: %+v", q)
 	}
 
+	// A clock set back a day counts in the newer slot of its place,
+	// never wiping it.
+	now = now.Add(-24 * time.Hour)
+	l.observe("ln_1", AcceptToSent, 5*time.Second)
+	now = now.Add(24 * time.Hour)
+	if q := l.day("ln_1").Stages[AcceptToSent]; q.Count != 12 {
+		t.Errorf("after a clock set back: %+v", q)
+	}
+
 	now = now.Add(24 * time.Hour)
 	if q := l.day("ln_1").Stages[AcceptToSent]; q != (Quantiles{}) {
 		t.Errorf("two days on: %+v", q)
