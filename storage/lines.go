@@ -37,7 +37,7 @@ type Line struct {
 	ApprovalExcept   []string `json:"approval_except,omitempty"`
 	ApprovalTTL      int64    `json:"approval_ttl,omitempty"`
 	TakeoverHold     bool     `json:"takeover_hold,omitempty"`
-	CreatedAt      int64    `json:"created_at"`
+	CreatedAt        int64    `json:"created_at"`
 }
 
 // SyncLines records the configured lines, keeping the ID of every handle seen
