@@ -72,4 +72,3 @@ func idIn(t *testing.T, res *mcp.CallToolResult) string {
 	}
 	return id
 }
-
