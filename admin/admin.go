@@ -55,7 +55,7 @@ func decodeAdmin(r *http.Request, v any) error {
 func keyApproval(req api.KeyRequest) (bool, []string, error) {
 	switch req.Approval {
 	case "", api.ApprovalNone:
-		if len(req.ApprovalExcept) > 0 {
+		if strings.TrimSpace(strings.Join(req.ApprovalExcept, "")) != "" {
 			return false, nil, httpapi.Invalid("approval_except", "approval_except lists contacts exempt from approval, but the key's approval is not %q.", api.ApprovalRequired)
 		}
 		return false, nil, nil
@@ -68,6 +68,9 @@ func keyApproval(req api.KeyRequest) (bool, []string, error) {
 	}
 	except := make([]string, 0, len(req.ApprovalExcept))
 	for _, v := range req.ApprovalExcept {
+		if strings.TrimSpace(v) == "" {
+			continue // a form's empty field, or a list's stray comma
+		}
 		h, err := handle.Normalize(strings.TrimSpace(v))
 		if err != nil {
 			return false, nil, httpapi.BadHandle("approval_except", v, err)
