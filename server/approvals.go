@@ -126,13 +126,7 @@ func (s *Server) answerDraft(w http.ResponseWriter, r *http.Request, approve boo
 		}
 	}
 	ctx := r.Context()
-	item, err := s.db.OutboxItemByID(ctx, id)
-	if err == nil {
-		err = s.hideOutboxItem(ctx, item)
-	}
-	if errors.Is(err, storage.ErrNotFound) {
-		return httpapi.NotFound("outbox_item_not_found", "id", "No outbox item %s.", id)
-	}
+	item, err := s.visibleOutboxItem(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -163,7 +157,7 @@ func draftAnswerError(err error, item storage.OutboxItem) error {
 		return httpapi.Conflict("approval_expired", "id", "Outbox item %s waited for approval until %s and expired: it will not be sent (status failed, error approval_expired).",
 			item.ID, time.UnixMilli(item.ApprovalExpiresAt).UTC().Format(time.RFC3339))
 	case errors.Is(err, storage.ErrApprovalAnswered):
-		state := map[string]string{storage.ApprovalApproved: "was approved already", storage.ApprovalDeclined: "was declined already"}[item.Approval]
+		state := map[string]string{api.ApprovalApproved: "was approved already", api.ApprovalDeclined: "was declined already"}[item.Approval]
 		if item.Error == storage.Canceled {
 			state = "was cancelled"
 		}

@@ -9,14 +9,8 @@ import (
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
-)
 
-// Where the owner's approval of an agent's draft stands (OutboxItem.Approval).
-const (
-	ApprovalWaiting  = "waiting"
-	ApprovalApproved = "approved"
-	ApprovalDeclined = "declined"
-	ApprovalExpired  = "expired"
+	"github.com/blueline-app/blueline/client/api"
 )
 
 // The errors of a draft that does not go out.
@@ -53,7 +47,7 @@ func (c *ApprovalCheck) draft(item OutboxItem) (OutboxItem, []byte, error) {
 	if c == nil || !c.Required && !c.HoldHumanActive {
 		return OutboxItem{}, nil, nil
 	}
-	item.Approval, item.ApprovalExpiresAt = ApprovalWaiting, c.ExpiresAt
+	item.Approval, item.ApprovalExpiresAt = api.ApprovalWaiting, c.ExpiresAt
 	data, err := json.Marshal(item)
 	return item, data, err
 }
@@ -118,7 +112,7 @@ func (db *DB) WaitingApprovals(ctx context.Context, lineID string) ([]OutboxItem
 // after the call, whatever the error.
 func (db *DB) ApproveOutbox(ctx context.Context, id, by string, text *string, now int64) (OutboxItem, error) {
 	item, err := db.answerApproval(id, now, func(tx *bolt.Tx, item *OutboxItem) error {
-		item.Approval, item.ApprovalBy = ApprovalApproved, by
+		item.Approval, item.ApprovalBy = api.ApprovalApproved, by
 		if text != nil {
 			item.Text = text
 		}
@@ -136,7 +130,7 @@ func (db *DB) ApproveOutbox(ctx context.Context, id, by string, text *string, no
 // ApproveOutbox's.
 func (db *DB) DeclineOutbox(ctx context.Context, id, by string, now int64) (OutboxItem, error) {
 	return db.answerApproval(id, now, func(tx *bolt.Tx, item *OutboxItem) error {
-		item.Approval, item.ApprovalBy = ApprovalDeclined, by
+		item.Approval, item.ApprovalBy = api.ApprovalDeclined, by
 		return abandonPending(tx, item, Declined, now)
 	})
 }
@@ -155,9 +149,9 @@ func (db *DB) answerApproval(id string, now int64, answer func(*bolt.Tx, *Outbox
 		switch {
 		case item.Approval == "":
 			return ErrNoApproval
-		case item.Approval == ApprovalExpired:
+		case item.Approval == api.ApprovalExpired:
 			return ErrApprovalExpired
-		case item.Approval != ApprovalWaiting || item.Status != StatusPending:
+		case item.Approval != api.ApprovalWaiting || item.Status != StatusPending:
 			return ErrApprovalAnswered
 		}
 		if err := tx.Bucket(bktApprovals).Delete(approvalKey(item)); err != nil {
@@ -183,7 +177,7 @@ func (db *DB) answerApproval(id string, now int64, answer func(*bolt.Tx, *Outbox
 
 // expireDraft fails a draft whose approval ran out, and stores it.
 func expireDraft(tx *bolt.Tx, item *OutboxItem, now int64) error {
-	item.Approval = ApprovalExpired
+	item.Approval = api.ApprovalExpired
 	if err := abandonPending(tx, item, ApprovalTimeout, now); err != nil {
 		return err
 	}
@@ -212,7 +206,7 @@ func (db *DB) ExpireApprovals(ctx context.Context, now int64) (int, error) {
 			if err := getJSON(tx.Bucket(bktOutbox), k[8:], &item); err != nil {
 				return fmt.Errorf("draft %s: %w", k[8:], err)
 			}
-			if item.Approval != ApprovalWaiting || item.Status != StatusPending {
+			if item.Approval != api.ApprovalWaiting || item.Status != StatusPending {
 				continue
 			}
 			if err := expireDraft(tx, &item, now); err != nil {

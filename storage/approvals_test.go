@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -44,7 +45,7 @@ func TestDraftWaitsUntilApproved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if item.Status != storage.StatusPending || item.Approval != storage.ApprovalWaiting || item.ApprovalExpiresAt != now+hour {
+	if item.Status != storage.StatusPending || item.Approval != api.ApprovalWaiting || item.ApprovalExpiresAt != now+hour {
 		t.Fatalf("draft %+v", item)
 	}
 	select {
@@ -77,7 +78,7 @@ func TestDraftWaitsUntilApproved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if approved.Approval != storage.ApprovalApproved || approved.ApprovalBy != "console" || *approved.Text != edited {
+	if approved.Approval != api.ApprovalApproved || approved.ApprovalBy != "console" || *approved.Text != edited {
 		t.Fatalf("approved %+v", approved)
 	}
 	got := claimAll(t, db)
@@ -108,7 +109,7 @@ func TestDraftDeclinedCancelledExpired(t *testing.T) {
 
 	declined, _ := draft(t, db, line, c, check, now)
 	item, err := db.DeclineOutbox(ctx, declined.ID, "key_owner", now+1)
-	if err != nil || item.Status != storage.StatusFailed || item.Error != storage.Declined || item.Approval != storage.ApprovalDeclined {
+	if err != nil || item.Status != storage.StatusFailed || item.Error != storage.Declined || item.Approval != api.ApprovalDeclined {
 		t.Fatalf("declined %+v, %v", item, err)
 	}
 	if _, err := db.ApproveOutbox(ctx, declined.ID, "console", nil, now+2); !errors.Is(err, storage.ErrApprovalAnswered) {
@@ -117,7 +118,7 @@ func TestDraftDeclinedCancelledExpired(t *testing.T) {
 
 	cancelled, _ := draft(t, db, line, c, check, now)
 	item, err = db.CancelOutbox(ctx, cancelled.ID)
-	if err != nil || item.Error != storage.Canceled || item.Approval != storage.ApprovalDeclined {
+	if err != nil || item.Error != storage.Canceled || item.Approval != api.ApprovalDeclined {
 		t.Fatalf("cancelled %+v, %v", item, err)
 	}
 
@@ -134,7 +135,7 @@ func TestDraftDeclinedCancelledExpired(t *testing.T) {
 		t.Fatalf("expired %d, %v; want 1", n, err)
 	}
 	item, err = db.OutboxItemByID(ctx, expiring.ID)
-	if err != nil || item.Status != storage.StatusFailed || item.Error != storage.ApprovalTimeout || item.Approval != storage.ApprovalExpired {
+	if err != nil || item.Status != storage.StatusFailed || item.Error != storage.ApprovalTimeout || item.Approval != api.ApprovalExpired {
 		t.Fatalf("expired %+v, %v", item, err)
 	}
 	if _, err := db.ApproveOutbox(ctx, expiring.ID, "console", nil, now+hour+1); !errors.Is(err, storage.ErrApprovalExpired) {
@@ -173,7 +174,7 @@ func TestTakeoverHoldsDrafts(t *testing.T) {
 		t.Fatalf("without hold: %v; want ErrHumanActive", err)
 	}
 	item, err := draft(t, db, line, c, &storage.ApprovalCheck{HoldHumanActive: true, ExpiresAt: now + hour}, now+1)
-	if err != nil || item.Approval != storage.ApprovalWaiting {
+	if err != nil || item.Approval != api.ApprovalWaiting {
 		t.Fatalf("held: %+v, %v", item, err)
 	}
 	// After the window, the same line sends at once.

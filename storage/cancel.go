@@ -6,6 +6,8 @@ import (
 	"errors"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/blueline-app/blueline/client/api"
 )
 
 // ErrNotPending is CancelOutbox's answer for an item that is no longer
@@ -31,14 +33,14 @@ func (db *DB) CancelOutbox(ctx context.Context, id string) (OutboxItem, error) {
 		if item.Status != StatusPending {
 			return ErrNotPending
 		}
-		if item.Approval == ApprovalWaiting {
+		if item.Approval == api.ApprovalWaiting {
 			// A draft cancelled before the owner answered: it is not
 			// waiting any more, and was not approved.
 			if err := tx.Bucket(bktApprovals).Delete(approvalKey(item)); err != nil {
 				return err
 			}
 			tx.OnCommit(db.approvals.broadcast)
-			item.Approval = ApprovalDeclined
+			item.Approval = api.ApprovalDeclined
 		}
 		if err := abandonPending(tx, &item, Canceled, nowMillis()); err != nil {
 			return err

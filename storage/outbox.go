@@ -52,7 +52,7 @@ type OutboxItem struct {
 	// SendAt is when a scheduled item falls due (Unix ms); 0 for at once.
 	SendAt int64 `json:"send_at,omitempty"`
 	// Approval is where the owner's approval of an agent's draft stands
-	// (an Approval… constant); "" for a write that needed none. A waiting
+	// (an api.Approval… constant); "" for a write that needed none. A waiting
 	// item is pending but not in the due queue: delivery cannot claim it.
 	// ApprovalExpiresAt is when a waiting one expires (Unix ms);
 	// ApprovalBy who answered it (a key ID, "console", "host", …).
@@ -349,7 +349,7 @@ func (db *DB) ClaimDuePaced(ctx context.Context, now int64, max int, pace Pace) 
 			if err := getJSON(outbox, id, &item); err != nil {
 				return fmt.Errorf("due item %s: %w", id, err)
 			}
-			if item.Status != StatusPending || item.Approval == ApprovalWaiting {
+			if item.Status != StatusPending || item.Approval == api.ApprovalWaiting {
 				continue // cancelled while due; a draft is never due, this only makes sure
 			}
 			if pace != nil {
