@@ -805,3 +805,14 @@ func TestOptOutWordsErrors(t *testing.T) {
 		}
 	}
 }
+
+// A line's approval settings: the contacts exempt from approval are
+// normalised as handles, and the takeover setting is kept.
+func TestLineApprovalSettings(t *testing.T) {
+	c := mustLoad(t, oneLine+"approval = \"required\"\napproval_except = [\"+1 (555) 111-0001\", \"Ann@Example.com\"]\napproval_ttl = \"30m\"\ntakeover = \"hold\"\n")
+	l := c.Lines[0]
+	if l.Approval != config.ApprovalRequired || l.Takeover != config.TakeoverHold || l.ApprovalTTL.Duration != 30*time.Minute ||
+		!reflect.DeepEqual(l.ApprovalExcept, []string{"+15551110001", "ann@example.com"}) {
+		t.Errorf("line %+v", l)
+	}
+}
