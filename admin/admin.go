@@ -27,7 +27,10 @@ import (
 
 func (a *Admin) keyInfo(ctx context.Context, k storage.Key) api.KeyInfo {
 	info := api.KeyInfo{ID: k.ID, Hint: k.Hint, Label: k.Label, Scopes: k.Scopes, Lines: []string{}, Owner: k.Owner, Agent: k.Agent, CreatedAt: k.CreatedAt,
-		LastUsedAt: k.LastUsedAt}
+		LastUsedAt: k.LastUsedAt, Approval: api.ApprovalNone, ApprovalExcept: []string{}}
+	if k.ApprovalRequired {
+		info.Approval, info.ApprovalExcept = api.ApprovalRequired, slices.Clone(k.ApprovalExcept)
+	}
 	for _, id := range k.LineIDs {
 		if l, ok := a.db.LineByID(id); ok {
 			info.Lines = append(info.Lines, l.Handle)
@@ -47,6 +50,36 @@ func decodeAdmin(r *http.Request, v any) error {
 	return nil
 }
 
+// keyApproval reads a new key's approval settings: only an agent's key
+// may require approval, and only then name contacts exempt from it.
+func keyApproval(req api.KeyRequest) (bool, []string, error) {
+	switch req.Approval {
+	case "", api.ApprovalNone:
+		if strings.TrimSpace(strings.Join(req.ApprovalExcept, "")) != "" {
+			return false, nil, httpapi.Invalid("approval_except", "approval_except lists contacts exempt from approval, but the key's approval is not %q.", api.ApprovalRequired)
+		}
+		return false, nil, nil
+	case api.ApprovalRequired:
+	default:
+		return false, nil, httpapi.Invalid("approval", "approval must be %q or %q, got %q.", api.ApprovalRequired, api.ApprovalNone, req.Approval)
+	}
+	if !req.Agent {
+		return false, nil, httpapi.Invalid("approval", "Only an agent's key (agent: true) can require approval: the owner's own keys are never held back.")
+	}
+	except := make([]string, 0, len(req.ApprovalExcept))
+	for _, v := range req.ApprovalExcept {
+		if strings.TrimSpace(v) == "" {
+			continue // a form's empty field, or a list's stray comma
+		}
+		h, err := handle.Normalize(strings.TrimSpace(v))
+		if err != nil {
+			return false, nil, httpapi.BadHandle("approval_except", v, err)
+		}
+		except = append(except, h)
+	}
+	return true, except, nil
+}
+
 func (a *Admin) adminCreateKey(w http.ResponseWriter, r *http.Request) error {
 	var req api.KeyRequest
 	if err := decodeAdmin(r, &req); err != nil {
@@ -63,6 +96,10 @@ func (a *Admin) adminCreateKey(w http.ResponseWriter, r *http.Request) error {
 	scopes, err := server.ParseScopes(req.Scopes)
 	if err != nil {
 		return httpapi.Invalid("scopes", "%v", err)
+	}
+	approval, except, err := keyApproval(req)
+	if err != nil {
+		return err
 	}
 	var lineIDs []string
 	for _, v := range req.Lines {
@@ -88,7 +125,7 @@ func (a *Admin) adminCreateKey(w http.ResponseWriter, r *http.Request) error {
 		lineIDs = append(lineIDs, l.ID)
 	}
 	k, secret := server.NewKey(storage.Key{Label: req.Label, Scopes: scopes, LineIDs: lineIDs, Owner: req.Owner, Agent: req.Agent,
-		CreatedAt: time.Now().UnixMilli()})
+		ApprovalRequired: approval, ApprovalExcept: except, CreatedAt: time.Now().UnixMilli()})
 	if err := a.db.CreateKey(r.Context(), k); err != nil {
 		return err
 	}

@@ -334,7 +334,8 @@ func (c *Console) createKey(w http.ResponseWriter, r *http.Request) {
 	s := currentSession(r.Context())
 	scopes := r.PostForm["scope"]
 	req := api.KeyRequest{Label: r.PostFormValue("label"), Scopes: strings.Join(scopes, ","), Lines: r.PostForm["line"],
-		Owner: r.PostFormValue("owner"), Agent: r.PostFormValue("agent") != ""}
+		Owner: r.PostFormValue("owner"), Agent: r.PostFormValue("agent") != "", Approval: r.PostFormValue("approval"),
+		ApprovalExcept: strings.Split(r.PostFormValue("approval_except"), ",")}
 	if s.Owner != "" {
 		req.Owner = s.Owner // an owner creates keys of their own only
 	}

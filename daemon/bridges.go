@@ -24,13 +24,14 @@ func configuredLines(cfg *config.Config) []storage.Line {
 	var lines []storage.Line
 	if cfg.Sandbox.Handle != "" {
 		lines = append(lines, storage.Line{Handle: cfg.Sandbox.Handle, Label: cfg.Sandbox.Label, Service: "imessage",
-			Bridge: "sim", AdvancedFeatures: cfg.Sandbox.Advanced(), IsSandbox: true,
+			Bridge: "sim", AdvancedFeatures: cfg.Sandbox.Advanced(), IsSandbox: true, ApprovalTTL: config.DefaultApprovalTTL.Milliseconds(),
 			OptOutWords: keyword.FoldAll(keyword.DefaultOptOut), OptInWords: keyword.FoldAll(keyword.DefaultOptIn)})
 	}
 	for _, l := range cfg.Lines {
 		lines = append(lines, storage.Line{Handle: l.Handle, Label: l.Label, Service: l.Service, Bridge: l.Bridge,
 			AdvancedFeatures: l.AdvancedFeatures, OptOutWords: keyword.FoldAll(l.OptOutWords), OptInWords: keyword.FoldAll(l.OptInWords),
-			OptOutReply: l.OptOutReply, TakeoverQuiet: l.TakeoverQuiet.Milliseconds()})
+			OptOutReply: l.OptOutReply, TakeoverQuiet: l.TakeoverQuiet.Milliseconds(),
+			ApprovalRequired: l.Approval == config.ApprovalRequired, ApprovalExcept: l.ApprovalExcept, ApprovalTTL: l.ApprovalTTL.Milliseconds(), TakeoverHold: l.Takeover == config.TakeoverHold})
 	}
 	return lines
 }

@@ -96,6 +96,7 @@ func New(opts Options) *mcp.Server {
 	s.AddReceivingMiddleware(checkBounds)
 	t.add(s)
 	t.addLines(s)
+	t.addApprovals(s)
 	return s
 }
 
@@ -178,11 +179,21 @@ type Outbox struct {
 	CreatedAt   int64   `json:"created_at" jsonschema:"Unix milliseconds"`
 	CompletedAt *int64  `json:"completed_at" jsonschema:"Unix milliseconds, when it was sent or failed"`
 	Replayed    bool    `json:"replayed,omitempty" jsonschema:"true when an earlier call with the same idempotency_key was answered and nothing was sent again"`
+	// Approval and ApprovalExpiresAt are a draft's (approvals.go).
+	Approval          string `json:"approval,omitempty" jsonschema:"waiting: a draft the line's owner must approve before it is sent (wait_for_outbox_item tells the outcome); approved, declined or expired once answered; absent when no approval was needed"`
+	ApprovalExpiresAt int64  `json:"approval_expires_at,omitempty" jsonschema:"Unix milliseconds, when a waiting draft expires"`
 }
 
 func outboxOf(item *api.OutboxItem, replayed bool) Outbox {
-	return Outbox{ID: item.ID, LineID: item.LineID, Status: item.Status, Error: item.Error, Attempts: item.Attempts,
+	out := Outbox{ID: item.ID, LineID: item.LineID, Status: item.Status, Error: item.Error, Attempts: item.Attempts,
 		MaxAttempts: item.MaxAttempts, CreatedAt: item.CreatedAt, CompletedAt: item.CompletedAt, Replayed: replayed}
+	if item.Approval != nil {
+		out.Approval = *item.Approval
+	}
+	if item.ApprovalExpiresAt != nil {
+		out.ApprovalExpiresAt = *item.ApprovalExpiresAt
+	}
+	return out
 }
 
 // Tool inputs and outputs.
@@ -266,9 +277,10 @@ type intRange struct{ min, max, def int }
 // bounded are the tools' integer arguments that have bounds, by tool and
 // argument: the API's for a page, the wait's own for a timeout.
 var bounded = map[string]map[string]intRange{
-	"list_chats":       {"limit": {1, maxLimit, defaultLimit}},
-	"read_messages":    {"limit": {1, maxLimit, defaultLimit}},
-	"wait_for_message": {"timeout_seconds": {0, MaxWaitSeconds, DefaultWaitSeconds}},
+	"list_chats":           {"limit": {1, maxLimit, defaultLimit}},
+	"read_messages":        {"limit": {1, maxLimit, defaultLimit}},
+	"wait_for_message":     {"timeout_seconds": {0, MaxWaitSeconds, DefaultWaitSeconds}},
+	"wait_for_outbox_item": {"timeout_seconds": {0, MaxWaitSeconds, DefaultWaitSeconds}},
 }
 
 // check refuses a value out of r, in words an agent can act on.
@@ -349,7 +361,9 @@ func (t *tools) add(s *mcp.Server) {
 			"Pass wait_cursor to wait_for_message to be told of anything arriving after this read."}, t.readMessages)
 	mcp.AddTool(s, &mcp.Tool{Name: "send_message", Annotations: writes(),
 		Description: "Send a text message (optionally one attachment, optionally as a reply) from a line. " +
-			"The answer is an outbox item, pending: delivery is asynchronous (get_outbox_item tells when it is sent). " + r}, t.sendMessage)
+			"The answer is an outbox item, pending: delivery is asynchronous (get_outbox_item tells when it is sent). " +
+			"On a line or key that requires the owner's approval, the answer says approval: waiting: a draft, not sent until the owner approves it " +
+			"(wait_for_outbox_item tells the outcome). " + r}, t.sendMessage)
 	mcp.AddTool(s, &mcp.Tool{Name: "react", Annotations: writes(),
 		InputSchema: inputSchema[ReactInput]("react", func(p map[string]*jsonschema.Schema) {
 			p["type"].AnyOf = []*jsonschema.Schema{
@@ -455,7 +469,9 @@ func (t *tools) sendMessage(ctx context.Context, req *mcp.CallToolRequest, in Se
 	if err != nil {
 		return nil, Outbox{}, apiError(err)
 	}
-	return nil, outboxOf(&item.OutboxItem, item.Replayed), nil
+	out := outboxOf(&item.OutboxItem, item.Replayed)
+	res, err := waitingNote(out)
+	return res, out, err
 }
 
 func (t *tools) react(ctx context.Context, req *mcp.CallToolRequest, in ReactInput) (*mcp.CallToolResult, Outbox, error) {

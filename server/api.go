@@ -73,6 +73,7 @@ func toAPIOutboxItem(o storage.OutboxItem, requestID string) api.OutboxItem {
 		out.CompletedAt = &o.CompletedAt
 	}
 	out.SendAt = nonZero(o.SendAt)
+	out.Approval, out.ApprovalExpiresAt, out.ApprovalBy = nonEmpty(o.Approval), nonZero(o.ApprovalExpiresAt), nonEmpty(o.ApprovalBy)
 	return out
 }
 

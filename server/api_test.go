@@ -100,6 +100,10 @@ type keyOpts struct {
 	Owner  string
 	Label  string // "test" when empty
 	Agent  bool
+	// ApprovalRequired makes the agent's messages wait for approval,
+	// except to ApprovalExcept.
+	ApprovalRequired bool
+	ApprovalExcept   []string
 }
 
 // key stores an API key as `blueline keys create` does and returns its secret.
@@ -120,7 +124,7 @@ func (e *apiEnv) key(o keyOpts) string {
 		label = "test"
 	}
 	k := storage.Key{ID: storage.NewID("key_"), Label: label, Scopes: scopes, LineIDs: ids, Owner: o.Owner, Agent: o.Agent, Hash: sum[:],
-		CreatedAt: time.Now().UnixMilli()}
+		CreatedAt: time.Now().UnixMilli(), ApprovalRequired: o.ApprovalRequired, ApprovalExcept: o.ApprovalExcept}
 	if err := e.db.CreateKey(context.Background(), k); err != nil {
 		e.t.Fatal(err)
 	}

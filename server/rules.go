@@ -70,6 +70,20 @@ import (
 //     After the idempotency check, so that a replay of a write accepted
 //     before still answers with its item. Keys that are not agents' and
 //     the console are never held back: the owner always overrides.
+// 11. Approval (approvalCheck, storage.Enqueue): an agent key's message
+//     (text, audio message, voice note, edit, a new group's first
+//     message) waits for the owner's approval when the key or the line
+//     requires it (unless every contact of the chat is on that one's
+//     approval_except list), and, on a line with takeover = "hold",
+//     instead of rule 10's 409 human_active. It is stored pending with
+//     approval "waiting" and kept out of the due queue, in the
+//     transaction that stores it: delivery cannot claim it, and a restart
+//     leaves it waiting. Approving puts it in the due queue, declining or
+//     expiring fails it, each in one transaction that first checks it
+//     still waits (and has not expired against the clock), so a draft is
+//     answered once. The settings are fixed for the key's or the line's
+//     life, so reading them before the transaction is safe; whether the
+//     owner holds the chat is rule 10's, decided inside it.
 
 // conversation resolves the line and recipient of a write and applies
 // rules 3 to 6.

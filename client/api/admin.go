@@ -13,19 +13,28 @@ type KeyRequest struct {
 	// Agent makes the key an agent's: its writes yield to the line's
 	// owner and to other keys' chat leases.
 	Agent bool `json:"agent,omitempty"`
+	// Approval is ApprovalRequired when the agent's messages wait for the
+	// owner's approval, except to chats whose every contact is in
+	// ApprovalExcept; "" or ApprovalNone for none.
+	Approval       string   `json:"approval,omitempty"`
+	ApprovalExcept []string `json:"approval_except,omitempty"`
 }
 
 // KeyInfo describes a key; Secret is set only when the key is created.
 type KeyInfo struct {
-	ID        string   `json:"id"`
-	Secret    string   `json:"key,omitempty"`
-	Hint      string   `json:"hint"` // sk_live_…wXyZ; "" for keys made before hints
-	Label     string   `json:"label"`
-	Scopes    []string `json:"scopes"`
-	Lines     []string `json:"lines"` // handles
-	Owner     string   `json:"owner"`
-	Agent     bool     `json:"agent"`
-	CreatedAt int64    `json:"created_at"`
+	ID     string   `json:"id"`
+	Secret string   `json:"key,omitempty"`
+	Hint   string   `json:"hint"` // sk_live_…wXyZ; "" for keys made before hints
+	Label  string   `json:"label"`
+	Scopes []string `json:"scopes"`
+	Lines  []string `json:"lines"` // handles
+	Owner  string   `json:"owner"`
+	Agent  bool     `json:"agent"`
+	// Approval is ApprovalRequired or ApprovalNone; ApprovalExcept the
+	// contacts exempt from it.
+	Approval       string   `json:"approval"`
+	ApprovalExcept []string `json:"approval_except"`
+	CreatedAt      int64    `json:"created_at"`
 	// LastUsedAt is when the key last made a request, to the minute; 0
 	// for never.
 	LastUsedAt int64 `json:"last_used_at"`

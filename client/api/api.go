@@ -268,6 +268,37 @@ type OutboxItem struct {
 	ChatID *string `json:"chat_id"`
 	// SendAt is when a scheduled item falls due (Unix ms); null for at once.
 	SendAt *int64 `json:"send_at"`
+	// Approval is where the owner's approval of an agent key's draft
+	// stands (an Approval… constant); absent when none was needed. A
+	// waiting item is pending until approved (then sent as any other),
+	// declined (failed, error "declined") or expired (failed, error
+	// "approval_expired") at ApprovalExpiresAt (Unix ms). ApprovalBy says
+	// who answered: a key ID, "console" or "host".
+	Approval          *string `json:"approval,omitempty"`
+	ApprovalExpiresAt *int64  `json:"approval_expires_at,omitempty"`
+	ApprovalBy        *string `json:"approval_by,omitempty"`
+}
+
+// Where the owner's approval of a draft stands (OutboxItem.Approval).
+const (
+	ApprovalWaiting  = "waiting"
+	ApprovalApproved = "approved"
+	ApprovalDeclined = "declined"
+	ApprovalExpired  = "expired"
+)
+
+// Whether an agent key's messages need approval (KeyInfo.Approval,
+// CreateKeyRequest.Approval).
+const (
+	ApprovalRequired = "required"
+	ApprovalNone     = "none"
+)
+
+// ApproveRequest is the body of POST /v1/outbox/approve: Text, when set,
+// replaces the draft's text.
+type ApproveRequest struct {
+	ID   string  `json:"id"`
+	Text *string `json:"text,omitempty"`
 }
 
 // Webhook is a registered receiver of a line's events; Secret is shown
