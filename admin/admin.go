@@ -26,8 +26,8 @@ import (
 )
 
 func (a *Admin) keyInfo(ctx context.Context, k storage.Key) api.KeyInfo {
-	info := api.KeyInfo{ID: k.ID, Hint: k.Hint, Label: k.Label, Scopes: k.Scopes, Lines: []string{}, Owner: k.Owner, Agent: k.Agent, CreatedAt: k.CreatedAt,
-		LastUsedAt: k.LastUsedAt}
+	info := api.KeyInfo{ID: k.ID, Hint: k.Hint, Label: k.Label, Scopes: k.Scopes, Lines: []string{}, Owner: k.Owner, Agent: k.Agent,
+		AllowFrom: append([]string{}, k.AllowFrom...), GroupMention: k.GroupMention, CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt}
 	for _, id := range k.LineIDs {
 		if l, ok := a.db.LineByID(id); ok {
 			info.Lines = append(info.Lines, l.Handle)
@@ -87,8 +87,12 @@ func (a *Admin) adminCreateKey(w http.ResponseWriter, r *http.Request) error {
 		}
 		lineIDs = append(lineIDs, l.ID)
 	}
+	gate, err := keyGate(req)
+	if err != nil {
+		return err
+	}
 	k, secret := server.NewKey(storage.Key{Label: req.Label, Scopes: scopes, LineIDs: lineIDs, Owner: req.Owner, Agent: req.Agent,
-		CreatedAt: time.Now().UnixMilli()})
+		Gate: gate, CreatedAt: time.Now().UnixMilli()})
 	if err := a.db.CreateKey(r.Context(), k); err != nil {
 		return err
 	}
@@ -97,6 +101,36 @@ func (a *Admin) adminCreateKey(w http.ResponseWriter, r *http.Request) error {
 	info.Secret = secret
 	httpapi.WriteJSON(w, http.StatusCreated, info)
 	return nil
+}
+
+// keyGate is the sender gating a key request asks for: an agent key's
+// only, its contacts as handles, its mention a Go regexp.
+func keyGate(req api.KeyRequest) (storage.Gate, error) {
+	var g storage.Gate
+	if len(req.AllowFrom) == 0 && req.GroupMention == "" {
+		return g, nil
+	}
+	if !req.Agent {
+		param := "allow_from"
+		if len(req.AllowFrom) == 0 {
+			param = "group_mention"
+		}
+		return g, httpapi.Invalid(param, "Sender gating (allow_from, group_mention) is for agent keys: set agent too.")
+	}
+	for _, v := range req.AllowFrom {
+		h, err := handle.Normalize(strings.TrimSpace(v))
+		if err != nil {
+			return g, httpapi.BadHandle("allow_from", v, err)
+		}
+		if !slices.Contains(g.AllowFrom, h) {
+			g.AllowFrom = append(g.AllowFrom, h)
+		}
+	}
+	if err := storage.ValidMention(req.GroupMention); err != nil {
+		return g, httpapi.Invalid("group_mention", "group_mention is not a Go regular expression: %v.", err)
+	}
+	g.GroupMention = req.GroupMention
+	return g, nil
 }
 
 func (a *Admin) adminListKeys(w http.ResponseWriter, r *http.Request) error {

@@ -21,6 +21,9 @@ type Key struct {
 	// Agent marks a key an AI agent uses: its writes yield to the line's
 	// owner (a chat the owner took over) and to other keys' chat leases.
 	Agent bool `json:"agent,omitempty"`
+	// Gate is an agent key's sender gating: the contacts it hears from
+	// and writes to, and the mention that wakes it in groups.
+	Gate
 	// Hint is the secret's prefix and last four characters, to tell keys
 	// apart: never enough to guess the secret.
 	Hint      string `json:"hint,omitempty"`

@@ -171,7 +171,7 @@ func (db *DB) Enqueue(ctx context.Context, req EnqueueRequest) (item OutboxItem,
 				return err
 			}
 		}
-		if err := checkAgent(tx, req.Agent); err != nil {
+		if err := checkAgent(tx, req.Agent, item); err != nil {
 			return err
 		}
 		if req.SandboxDay != "" {
