@@ -100,6 +100,7 @@ type keyOpts struct {
 	Owner  string
 	Label  string // "test" when empty
 	Agent  bool
+	Gate   storage.Gate
 }
 
 // key stores an API key as `blueline keys create` does and returns its secret.
@@ -119,7 +120,7 @@ func (e *apiEnv) key(o keyOpts) string {
 	if label == "" {
 		label = "test"
 	}
-	k := storage.Key{ID: storage.NewID("key_"), Label: label, Scopes: scopes, LineIDs: ids, Owner: o.Owner, Agent: o.Agent, Hash: sum[:],
+	k := storage.Key{ID: storage.NewID("key_"), Label: label, Scopes: scopes, LineIDs: ids, Owner: o.Owner, Agent: o.Agent, Gate: o.Gate, Hash: sum[:],
 		CreatedAt: time.Now().UnixMilli()}
 	if err := e.db.CreateKey(context.Background(), k); err != nil {
 		e.t.Fatal(err)
