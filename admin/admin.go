@@ -255,7 +255,16 @@ func (a *Admin) adminSimInbound(w http.ResponseWriter, r *http.Request) error {
 	if req.Text != "" {
 		in.Text = &req.Text
 	}
+	if req.Late != "" {
+		late, err := time.ParseDuration(req.Late)
+		if err != nil || late <= 0 || late > 24*time.Hour {
+			return httpapi.Invalid("late", "--late is a duration from 1s to 24h, such as 30m or 2h.")
+		}
+		in.SentAt, in.CatchUp = in.SentAt.Add(-late), late > bridge.LiveAge
+	}
 	switch {
+	case req.UnknownSender && (req.Chat != "" || req.Group != ""):
+		return httpapi.Invalid("unknown_sender", "--unknown-sender files a contact's one-to-one chat: not with --chat or --group.")
 	case req.Chat != "" && req.Group != "":
 		return httpapi.Invalid("chat", "Give --chat for an existing chat or --group for a new one, not both.")
 	case req.Group != "":
@@ -277,6 +286,9 @@ func (a *Admin) adminSimInbound(w http.ResponseWriter, r *http.Request) error {
 	default:
 		if in.Chat, err = a.simChat(r, line, from, req.Chat); err != nil {
 			return err
+		}
+		if req.UnknownSender {
+			in.Chat.Filter = "unknown_sender"
 		}
 	}
 	res, err := a.opts.Inbound.Record(r.Context(), in)

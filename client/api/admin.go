@@ -61,6 +61,12 @@ type SimInbound struct {
 	Attach        string  `json:"attach"`
 	Audio         string  `json:"audio"`
 	Transcription *string `json:"transcription"`
+	// Late is how long before it is recorded the message was sent (a Go
+	// duration, "2h"): news caught up late, as after the daemon was down.
+	Late string `json:"late,omitempty"`
+	// UnknownSender files the contact's new chat under Unknown Senders,
+	// as Messages does for a sender not in the owner's contacts.
+	UnknownSender bool `json:"unknown_sender,omitempty"`
 }
 
 // SimReaction is a tapback a simulated contact adds or removes.
