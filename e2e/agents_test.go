@@ -185,4 +185,26 @@ func TestAgentSenderGating(t *testing.T) {
 	if r := td.call("POST", "/v1/messages", agent, map[string]any{"from": mainLine, "to": alice, "text": "hi"}); r.Status != 201 {
 		t.Errorf("a gated agent's send to alice: %d %s", r.Status, r.Raw)
 	}
+
+	// The console creates gated agent keys too, and shows their gating.
+	b := newBrowser(t)
+	b.signIn(td)
+	create := func(label, allowFrom, mention string) {
+		b.do("create a gated key "+label,
+			chromedp.Navigate(td.base+"/dashboard/keys"),
+			chromedp.SetValue(chromedp.CSS("#create-key input[name=label]"), label),
+			chromedp.Click(chromedp.CSS("#create-key input[name=agent]")),
+			chromedp.SetValue(chromedp.CSS("#create-key input[name=allow_from]"), allowFrom),
+			chromedp.SetValue(chromedp.CSS("#create-key input[name=group_mention]"), mention),
+			chromedp.Submit(chromedp.CSS("#create-key")),
+			chromedp.WaitVisible(chromedp.CSS("#new-key, .error")))
+	}
+	create("console-bot", bob+", "+carol, "(?i)@helper")
+	if row := b.text("the keys table", "main table"); !strings.Contains(row, "from "+bob+", "+carol) || !strings.Contains(row, "groups: (?i)@helper") {
+		t.Errorf("the keys page shows %q, want the new key's gating", row)
+	}
+	create("bad-bot", alice, "(unclosed")
+	if got := b.text("the error", ".error"); !strings.Contains(got, "group_mention") {
+		t.Errorf("a mention that is not a regexp: the page says %q", got)
+	}
 }
