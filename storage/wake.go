@@ -2,7 +2,6 @@ package storage
 
 import (
 	"errors"
-	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -10,7 +9,6 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/client/api"
 )
 
@@ -63,25 +61,12 @@ func (g Gate) refuse(tx *bolt.Tx, item OutboxItem) error {
 	if len(g.AllowFrom) == 0 {
 		return nil
 	}
-	var contacts []string
-	switch {
-	case item.Kind == KindUnsend:
-		return nil
-	case item.Kind == KindGroupCreate:
-		contacts = item.Participants
-	case item.Kind == KindGroupChange && item.GroupAction == bridge.ChatParticipantAdded:
-		contacts = []string{item.Participant}
-	case item.ChatID != "":
-		var c Chat
-		if err := getJSON(tx.Bucket(bktChats), []byte(item.ChatID), &c); err != nil {
-			return fmt.Errorf("chat %s: %w", item.ChatID, err)
-		}
-		switch {
-		case !c.IsGroup:
-			contacts = []string{c.Identifier}
-		case g.GroupMention == "":
-			contacts = c.Participants
-		}
+	contacts, group, err := recipients(tx, item)
+	if err != nil {
+		return err
+	}
+	if group != nil && g.GroupMention == "" {
+		contacts = group.Participants
 	}
 	for _, h := range contacts {
 		if !g.allows(h) {
