@@ -45,6 +45,7 @@ type apiEnv struct {
 	lines map[string]storage.Line // by handle
 	// handler is the API's handler, for requests made in process.
 	handler http.Handler
+	srv     *server.Server
 }
 
 // defaultOptions are the daemon's limits by default, with the test
@@ -86,7 +87,7 @@ func newAPI(t testing.TB, opts server.Options) *apiEnv {
 	ts.Config.Handler = srv.Handler()
 	ts.Start()
 	t.Cleanup(ts.Close)
-	env := &apiEnv{t: t, db: db, recv: recv, base: ts.URL, lines: map[string]storage.Line{}, handler: ts.Config.Handler}
+	env := &apiEnv{t: t, db: db, recv: recv, base: ts.URL, lines: map[string]storage.Line{}, handler: ts.Config.Handler, srv: srv}
 	for _, l := range lines {
 		env.lines[l.Handle] = l
 	}

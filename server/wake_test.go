@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
@@ -163,4 +164,35 @@ func TestSenderGating(t *testing.T) {
 	}
 	r := e.call("POST", "/v1/typing", gated, map[string]any{"from": mainLine, "to": bob})
 	e.wantStatus(r, 403, "contact_not_allowed", "a gated key's typing to bob")
+}
+
+// A webhook delivery says catch_up when its attempt comes more than ten
+// minutes after the event was recorded (the receiver was down), or when
+// the message was read late.
+func TestWebhookArrival(t *testing.T) {
+	e := newAPI(t, defaultOptions())
+	m := e.inbound(mainLine, alice, "hi")
+	now := time.Now()
+	for _, c := range []struct {
+		name      string
+		createdAt time.Time
+		recorded  string
+		want      string
+	}{
+		{"the first attempt", now, "", api.ArrivalLive},
+		{"a retry 9 minutes later", now.Add(-9 * time.Minute), "", api.ArrivalLive},
+		{"a retry 11 minutes later", now.Add(-11 * time.Minute), "", api.ArrivalCatchUp},
+		{"news read late, delivered at once", now, api.ArrivalCatchUp, api.ArrivalCatchUp},
+	} {
+		d := storage.Delivery{ID: storage.NewID("dlv_"), LineID: m.LineID, ChatID: m.ChatID, Event: api.EventMessageReceived,
+			CreatedAt: c.createdAt.UnixMilli(), EventSubject: storage.EventSubject{Message: &m, Arrival: c.recorded}}
+		raw, err := e.srv.EventData(d, mainLine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var data api.MessageEventData
+		if err := json.Unmarshal(raw, &data); err != nil || data.Arrival != c.want {
+			t.Errorf("%s: arrival %q (%v), want %q", c.name, data.Arrival, err, c.want)
+		}
+	}
 }
