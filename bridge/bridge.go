@@ -189,7 +189,15 @@ type Inbound struct {
 	// only if no stored message of the chat has the same sender,
 	// direction and body and a date within a couple of seconds.
 	MayBeTwin bool
+	// CatchUp is news the bridge read late: dated more than LiveAge
+	// before it first read it (the daemon was down, the Mac offline or
+	// asleep). Its events say arrival catch_up.
+	CatchUp bool
 }
+
+// LiveAge is how old news may be when it is first read, or an event when
+// it is handed to a receiver, and still be live: older is catch-up.
+const LiveAge = 10 * time.Minute
 
 // Inbound tapback types beyond ReactionTypes: a tapback with any emoji
 // (iOS 18 and macOS 15 onwards), and one with a sticker. Lines receive

@@ -21,10 +21,10 @@ func (a *app) keysCommand() *cobra.Command {
 
 func (a *app) keysCreateCommand() *cobra.Command {
 	var req api.KeyRequest
-	var lines, except string
+	var lines, except, allowFrom string
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "create --label TEXT [--scopes all|scope,…] [--lines HANDLE_OR_ID,…] [--owner NAME] [--agent [--approval required [--approval-except CONTACT,…]]]",
+		Use:   "create --label TEXT [--scopes all|scope,…] [--lines HANDLE_OR_ID,…] [--owner NAME] [--agent [--approval required [--approval-except CONTACT,…]] [--allow-from HANDLE,…] [--group-mention REGEXP]]",
 		Short: "Create an API key and print it (only the key) on stdout",
 		Long: `Create an API key and print it, and only it, on stdout: sk_live_ and 40 base62
 characters. The key is shown once: the daemon keeps only its hash.`,
@@ -32,13 +32,14 @@ characters. The key is shown once: the daemon keeps only its hash.`,
   blueline keys create --label reader --scopes messages:read --lines +15550000000
   blueline keys create --label support-bot --agent
   blueline keys create --label drafter --agent --approval required --approval-except +15551234567
+  blueline keys create --label family-bot --agent --allow-from +15551234567,ann@example.com --group-mention '(?i)@bot\b'
   KEY=$(blueline keys create --label ci)`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if strings.TrimSpace(req.Label) == "" {
 				return usageErrorf("keys create needs --label")
 			}
-			req.Lines, req.ApprovalExcept = splitList(lines), splitList(except)
+			req.Lines, req.ApprovalExcept, req.AllowFrom = splitList(lines), splitList(except), splitList(allowFrom)
 			var info api.KeyInfo
 			if err := a.adminDo(cmd.Context(), http.MethodPost, "/keys", req, &info); err != nil {
 				return err
@@ -58,6 +59,8 @@ characters. The key is shown once: the daemon keeps only its hash.`,
 	f.BoolVar(&req.Agent, "agent", false, "an AI agent's key: it yields to the line's owner and to other keys' chat leases")
 	f.StringVar(&req.Approval, "approval", "none", "required: the agent's messages wait for the owner's approval (drafts); none: they do not")
 	f.StringVar(&except, "approval-except", "", "contacts whose chats need no approval, comma-separated (with --approval required)")
+	f.StringVar(&allowFrom, "allow-from", "", "an agent key's contacts, comma-separated: it hears from and writes to these only")
+	f.StringVar(&req.GroupMention, "group-mention", "", "an agent key hears a contact's group message only when it matches this Go regexp")
 	f.BoolVar(&asJSON, "json", false, "print the key's record, key included, as JSON")
 	return c
 }

@@ -95,6 +95,7 @@ func (r *Receiver) inbound(line storage.Line, in bridge.Inbound, attachments []s
 		Screened:     in.Screened,
 		Keyword:      lineKeyword(line, in.Text),
 		MatchTwins:   in.MayBeTwin,
+		CatchUp:      in.CatchUp,
 		ReadByLineAt: unixMilli(in.ReadByLineAt),
 		Message: storage.Message{
 			ID:             storage.NewID("msg_"),

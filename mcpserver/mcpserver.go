@@ -259,13 +259,16 @@ type (
 	}
 
 	WaitInput struct {
-		Line           string `json:"line" jsonschema:"the line: its handle or ln_ ID"`
-		Chat           string `json:"chat,omitempty" jsonschema:"the chat: the contact's handle or a cht_ chat ID; omitted waits for any chat of the line"`
-		TimeoutSeconds *int   `json:"timeout_seconds,omitempty" jsonschema:"how long to wait for a message, in seconds; 0 does not wait: it answers at once with a message already there after the cursor, or timed_out"`
-		Cursor         string `json:"cursor,omitempty" jsonschema:"the cursor of the previous wait_for_message, or the wait_cursor of read_messages: the wait then starts where that call left off, so no message is missed in between; omitted starts now"`
+		Line            string `json:"line" jsonschema:"the line: its handle or ln_ ID"`
+		Chat            string `json:"chat,omitempty" jsonschema:"the chat: the contact's handle or a cht_ chat ID; omitted waits for any chat of the line"`
+		TimeoutSeconds  *int   `json:"timeout_seconds,omitempty" jsonschema:"how long to wait for a message, in seconds; 0 does not wait: it answers at once with a message already there after the cursor, or timed_out"`
+		Cursor          string `json:"cursor,omitempty" jsonschema:"the cursor of the previous wait_for_message, or the wait_cursor of read_messages: the wait then starts where that call left off, so no message is missed in between; omitted starts now"`
+		IncludeCatchUp  bool   `json:"include_catch_up,omitempty" jsonschema:"also return messages Blueline read late (the daemon was down, the Mac offline); by default only live ones"`
+		IncludeFiltered bool   `json:"include_filtered,omitempty" jsonschema:"also return messages of chats Messages files under a filter (unknown senders); by default only known senders'"`
 	}
 	WaitOutput struct {
 		Message  *Message `json:"message,omitempty" jsonschema:"the contact's new message; absent when the wait timed out"`
+		Arrival  string   `json:"arrival,omitempty" jsonschema:"live, or catch_up for a message read or handed over late"`
 		TimedOut bool     `json:"timed_out" jsonschema:"true when no message came in time"`
 		Cursor   string   `json:"cursor" jsonschema:"pass to the next wait_for_message"`
 	}
@@ -385,7 +388,8 @@ func (t *tools) add(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{Name: "wait_for_message", Annotations: readOnly(),
 		InputSchema: inputSchema[WaitInput]("wait_for_message", nil),
 		Description: "Wait for the next message a contact writes in a chat (or in any chat of the line), up to timeout_seconds (0: do not wait, only check). " +
-			"Only messages contacts wrote are returned, never the line's own. Pass the cursor of the previous call " +
+			"Only messages contacts wrote are returned, never the line's own; by default only live ones of known senders " +
+			"(include_catch_up, include_filtered for more). Pass the cursor of the previous call " +
 			"(or read_messages' wait_cursor) so nothing that arrived between calls is missed. On timed_out, wait again or stop; " +
 			"answering is up to you, once per message. Needs a key with the webhooks:read and messages:read scopes (it follows the API's event stream, one of the key's few streams while it waits)."}, t.wait)
 }

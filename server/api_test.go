@@ -45,6 +45,7 @@ type apiEnv struct {
 	lines map[string]storage.Line // by handle
 	// handler is the API's handler, for requests made in process.
 	handler http.Handler
+	srv     *server.Server
 }
 
 // defaultOptions are the daemon's limits by default, with the test
@@ -86,7 +87,7 @@ func newAPI(t testing.TB, opts server.Options) *apiEnv {
 	ts.Config.Handler = srv.Handler()
 	ts.Start()
 	t.Cleanup(ts.Close)
-	env := &apiEnv{t: t, db: db, recv: recv, base: ts.URL, lines: map[string]storage.Line{}, handler: ts.Config.Handler}
+	env := &apiEnv{t: t, db: db, recv: recv, base: ts.URL, lines: map[string]storage.Line{}, handler: ts.Config.Handler, srv: srv}
 	for _, l := range lines {
 		env.lines[l.Handle] = l
 	}
@@ -104,6 +105,7 @@ type keyOpts struct {
 	// except to ApprovalExcept.
 	ApprovalRequired bool
 	ApprovalExcept   []string
+	Gate             storage.Gate
 }
 
 // key stores an API key as `blueline keys create` does and returns its secret.
@@ -123,7 +125,7 @@ func (e *apiEnv) key(o keyOpts) string {
 	if label == "" {
 		label = "test"
 	}
-	k := storage.Key{ID: storage.NewID("key_"), Label: label, Scopes: scopes, LineIDs: ids, Owner: o.Owner, Agent: o.Agent, Hash: sum[:],
+	k := storage.Key{ID: storage.NewID("key_"), Label: label, Scopes: scopes, LineIDs: ids, Owner: o.Owner, Agent: o.Agent, Gate: o.Gate, Hash: sum[:],
 		CreatedAt: time.Now().UnixMilli(), ApprovalRequired: o.ApprovalRequired, ApprovalExcept: o.ApprovalExcept}
 	if err := e.db.CreateKey(context.Background(), k); err != nil {
 		e.t.Fatal(err)

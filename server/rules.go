@@ -84,6 +84,16 @@ import (
 //     answered once. The settings are fixed for the key's or the line's
 //     life, so reading them before the transaction is safe; whether the
 //     owner holds the chat is rule 10's, decided inside it.
+// 12. Sender gating (agentCheck, storage.Enqueue): an agent key with an
+//     allow-list (allow_from) writes only to the contacts on it: 403
+//     contact_not_allowed for a one-to-one chat with another contact, a
+//     new group with one among its members, or adding one to a group. A
+//     message to an existing group passes when every member is on the
+//     list, or when the key has a group_mention (it answers mentions
+//     there); an unsend always passes. The list is fixed for the key's
+//     life; a chat's contact never changes, and a group's members are
+//     read in the transaction that stores the item, so a member added
+//     meanwhile is either seen or added after the write.
 
 // conversation resolves the line and recipient of a write and applies
 // rules 3 to 6.
@@ -126,8 +136,12 @@ func (s *Server) everyMemberWrote(ctx context.Context, line storage.Line, member
 	return true, nil
 }
 
-// refusedContact is the 403 of rule 9.
+// refusedContact is the 403 of rules 9 and 12.
 func refusedContact(e *storage.ContactError, line storage.Line) error {
+	if errors.Is(e, storage.ErrContactNotAllowed) {
+		return httpapi.Forbidden("contact_not_allowed",
+			"This agent key may write only to the contacts it allows (its allow_from), and %s is not one of them.", e.Handle)
+	}
 	if errors.Is(e, storage.ErrContactBlocked) {
 		return httpapi.Forbidden("contact_blocked",
 			"%s is blocked on line %s: remove it from the blocked list (DELETE /v1/contacts/blocked/{handle}) to write to it.", e.Handle, line.Handle)

@@ -26,6 +26,9 @@ type Key struct {
 	// ApprovalExcept (normalised handles).
 	ApprovalRequired bool     `json:"approval_required,omitempty"`
 	ApprovalExcept   []string `json:"approval_except,omitempty"`
+	// Gate is an agent key's sender gating: the contacts it hears from
+	// and writes to, and the mention that wakes it in groups.
+	Gate
 	// Hint is the secret's prefix and last four characters, to tell keys
 	// apart: never enough to guess the secret.
 	Hint      string `json:"hint,omitempty"`

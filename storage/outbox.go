@@ -186,7 +186,7 @@ func (db *DB) Enqueue(ctx context.Context, req EnqueueRequest) (item OutboxItem,
 				return err
 			}
 		}
-		waits, err := req.Approval.waits(checkAgent(tx, req.Agent))
+		waits, err := req.Approval.waits(checkAgent(tx, req.Agent, item))
 		if err != nil {
 			return err
 		}

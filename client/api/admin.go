@@ -18,6 +18,11 @@ type KeyRequest struct {
 	// ApprovalExcept; "" or ApprovalNone for none.
 	Approval       string   `json:"approval,omitempty"`
 	ApprovalExcept []string `json:"approval_except,omitempty"`
+	// AllowFrom and GroupMention are an agent key's sender gating: the
+	// contacts (handles) it hears from and writes to, and the Go regexp
+	// a contact's group message must match to reach it.
+	AllowFrom    []string `json:"allow_from,omitempty"`
+	GroupMention string   `json:"group_mention,omitempty"`
 }
 
 // KeyInfo describes a key; Secret is set only when the key is created.
@@ -34,7 +39,11 @@ type KeyInfo struct {
 	// contacts exempt from it.
 	Approval       string   `json:"approval"`
 	ApprovalExcept []string `json:"approval_except"`
-	CreatedAt      int64    `json:"created_at"`
+	// AllowFrom and GroupMention are the key's sender gating ([] and ""
+	// for none).
+	AllowFrom    []string `json:"allow_from"`
+	GroupMention string   `json:"group_mention"`
+	CreatedAt    int64    `json:"created_at"`
 	// LastUsedAt is when the key last made a request, to the minute; 0
 	// for never.
 	LastUsedAt int64 `json:"last_used_at"`
@@ -61,6 +70,12 @@ type SimInbound struct {
 	Attach        string  `json:"attach"`
 	Audio         string  `json:"audio"`
 	Transcription *string `json:"transcription"`
+	// Late is how long before it is recorded the message was sent (a Go
+	// duration, "2h"): news caught up late, as after the daemon was down.
+	Late string `json:"late,omitempty"`
+	// UnknownSender files the contact's new chat under Unknown Senders,
+	// as Messages does for a sender not in the owner's contacts.
+	UnknownSender bool `json:"unknown_sender,omitempty"`
 }
 
 // SimReaction is a tapback a simulated contact adds or removes.

@@ -304,14 +304,19 @@ type ApproveRequest struct {
 // Webhook is a registered receiver of a line's events; Secret is shown
 // when it is created.
 type Webhook struct {
-	ID        string   `json:"id"`
-	LineIDs   []string `json:"line_ids"`
-	URL       string   `json:"url"`
-	Events    []string `json:"events"`
-	Secret    string   `json:"secret"`
-	IsActive  bool     `json:"is_active"`
-	CreatedAt int64    `json:"created_at"`
-	RequestID string   `json:"request_id,omitempty"`
+	ID      string   `json:"id"`
+	LineIDs []string `json:"line_ids"`
+	URL     string   `json:"url"`
+	Events  []string `json:"events"`
+	// Arrival are the arrivals of the message events it receives
+	// (ArrivalLive, ArrivalCatchUp); IncludeFiltered whether those of
+	// chats Messages files under a filter (unknown senders) too.
+	Arrival         []string `json:"arrival"`
+	IncludeFiltered bool     `json:"include_filtered"`
+	Secret          string   `json:"secret"`
+	IsActive        bool     `json:"is_active"`
+	CreatedAt       int64    `json:"created_at"`
+	RequestID       string   `json:"request_id,omitempty"`
 }
 
 // Sandbox is a key owner's sandbox: its activation and today's quota.
