@@ -104,7 +104,7 @@ func New(opts Options) *mcp.Server {
 func instructions(opts Options) string {
 	return "Blueline sends and receives iMessage/SMS texts through lines (phone numbers or account handles). " +
 		"Typical loop: list_lines, list_chats, read_messages, then send_message and wait_for_message (pass its cursor along). " +
-		rules(opts)
+		untrustedNote + " " + rules(opts)
 }
 
 // rules states the contact-first rule and the pace an agent must keep.
@@ -163,9 +163,6 @@ type Line = api.Line
 
 // Chat is a chat as the tools show it.
 type Chat = api.Chat
-
-// Message is a message as the tools show it.
-type Message = api.Message
 
 // Outbox is a write on its way out: an outbox item without its payload.
 type Outbox struct {
@@ -343,10 +340,10 @@ func (t *tools) add(s *mcp.Server) {
 			"the " + linesURI + " resource says the same as which tools work on which line."}, t.listLines)
 	mcp.AddTool(s, &mcp.Tool{Name: "list_chats", Annotations: readOnly(), InputSchema: inputSchema[ListChatsInput]("list_chats", nil),
 		Description: "List a line's chats, most recent first. has_received_inbound tells whether the contact has written first, " +
-			"which a send needs (contact-first rule)."}, t.listChats)
+			"which a send needs (contact-first rule). " + untrustedNote}, t.listChats)
 	mcp.AddTool(s, &mcp.Tool{Name: "read_messages", Annotations: readOnly(), InputSchema: inputSchema[ReadMessagesInput]("read_messages", nil),
 		Description: "Read a chat's most recent messages, oldest first. is_from_me is true for the line's own. " +
-			"Pass wait_cursor to wait_for_message to be told of anything arriving after this read."}, t.readMessages)
+			"Pass wait_cursor to wait_for_message to be told of anything arriving after this read. " + untrustedNote}, t.readMessages)
 	mcp.AddTool(s, &mcp.Tool{Name: "send_message", Annotations: writes(),
 		Description: "Send a text message (optionally one attachment, optionally as a reply) from a line. " +
 			"The answer is an outbox item, pending: delivery is asynchronous (get_outbox_item tells when it is sent). " + r}, t.sendMessage)
@@ -373,7 +370,7 @@ func (t *tools) add(s *mcp.Server) {
 		Description: "Wait for the next message a contact writes in a chat (or in any chat of the line), up to timeout_seconds (0: do not wait, only check). " +
 			"Only messages contacts wrote are returned, never the line's own. Pass the cursor of the previous call " +
 			"(or read_messages' wait_cursor) so nothing that arrived between calls is missed. On timed_out, wait again or stop; " +
-			"answering is up to you, once per message. Needs a key with the webhooks:read and messages:read scopes (it follows the API's event stream, one of the key's few streams while it waits)."}, t.wait)
+			"answering is up to you, once per message. Needs a key with the webhooks:read and messages:read scopes (it follows the API's event stream, one of the key's few streams while it waits). " + untrustedNote}, t.wait)
 }
 
 func (t *tools) listLines(ctx context.Context, req *mcp.CallToolRequest, _ ListLinesInput) (*mcp.CallToolResult, ListLinesOutput, error) {
@@ -407,7 +404,7 @@ func (t *tools) listChats(ctx context.Context, req *mcp.CallToolRequest, in List
 	if out.Chats == nil {
 		out.Chats = []Chat{}
 	}
-	return nil, out, nil
+	return untrusted(out), out, nil
 }
 
 func (t *tools) readMessages(ctx context.Context, req *mcp.CallToolRequest, in ReadMessagesInput) (*mcp.CallToolResult, ReadMessagesOutput, error) {
@@ -424,9 +421,10 @@ func (t *tools) readMessages(ctx context.Context, req *mcp.CallToolRequest, in R
 	}
 	msgs := make([]Message, len(page.Data))
 	for i, m := range page.Data {
-		msgs[len(msgs)-1-i] = m // the API answers newest first
+		msgs[len(msgs)-1-i] = messageOf(m) // the API answers newest first
 	}
-	return nil, ReadMessagesOutput{Messages: msgs, OlderCursor: client.NextCursor(page), WaitCursor: readCursor(start, page.Data)}, nil
+	out := ReadMessagesOutput{Messages: msgs, OlderCursor: client.NextCursor(page), WaitCursor: readCursor(start, page.Data)}
+	return untrusted(out), out, nil
 }
 
 func (t *tools) sendMessage(ctx context.Context, req *mcp.CallToolRequest, in SendMessageInput) (*mcp.CallToolResult, Outbox, error) {
