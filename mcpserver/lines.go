@@ -47,7 +47,10 @@ type LinesGuide struct {
 // need a feature.
 var (
 	lineTools    = []string{"list_chats", "read_messages", "send_message", "wait_for_message"}
-	featureTools = []struct{ tool, feature string }{{"react", "reactions"}, {"set_typing", "typing"}, {"mark_read", "receipts"}}
+	featureTools = []struct{ tool, feature string }{{"react", "reactions"}, {"set_typing", "typing"}, {"mark_read", "receipts"},
+		{"edit_message", "edit"}, {"unsend_message", "unsend"}, {"create_group", "groups"}, {"rename_group", "groups"},
+		{"add_group_participant", "groups"}, {"remove_group_participant", "groups"}, {"leave_group", "groups"},
+		{"check_availability", "availability"}}
 )
 
 func (t *tools) addLines(s *mcp.Server) {

@@ -177,7 +177,7 @@ func TestLinesResource(t *testing.T) {
 				byHandle[l.Handle] = l
 			}
 			main, plain := byHandle[mainLine], byHandle[plainLine]
-			for _, tool := range []string{"send_message", "react", "set_typing", "mark_read", "wait_for_message"} {
+			for _, tool := range []string{"send_message", "react", "set_typing", "mark_read", "wait_for_message", "edit_message", "unsend_message", "create_group", "check_availability"} {
 				if !slices.Contains(main.Tools, tool) {
 					t.Errorf("%s lacks %s: %+v", mainLine, tool, main)
 				}
@@ -185,7 +185,7 @@ func TestLinesResource(t *testing.T) {
 			if !slices.Contains(main.Available, "emoji_reactions") || len(main.Unavailable) != 0 {
 				t.Errorf("%s: %+v", mainLine, main)
 			}
-			if slices.Contains(plain.Tools, "react") || !slices.Contains(plain.Tools, "send_message") ||
+			if slices.Contains(plain.Tools, "react") || slices.Contains(plain.Tools, "create_group") || !slices.Contains(plain.Tools, "send_message") ||
 				!strings.Contains(plain.Unavailable["reactions"], "advanced features are off") {
 				t.Errorf("%s: %+v", plainLine, plain)
 			}

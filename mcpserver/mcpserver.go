@@ -96,6 +96,9 @@ func New(opts Options) *mcp.Server {
 	s.AddReceivingMiddleware(checkBounds)
 	t.add(s)
 	t.addLines(s)
+	t.addChanges(s)
+	t.addGroups(s)
+	t.addAvailability(s)
 	return s
 }
 
@@ -175,11 +178,14 @@ type Outbox struct {
 	CreatedAt   int64   `json:"created_at" jsonschema:"Unix milliseconds"`
 	CompletedAt *int64  `json:"completed_at" jsonschema:"Unix milliseconds, when it was sent or failed"`
 	Replayed    bool    `json:"replayed,omitempty" jsonschema:"true when an earlier call with the same idempotency_key was answered and nothing was sent again"`
+	ChatID      *string `json:"chat_id,omitempty" jsonschema:"the chat it acts in; for create_group, the new group's once the network has created it"`
+	SendAt      *int64  `json:"send_at,omitempty" jsonschema:"Unix milliseconds: when a scheduled send falls due"`
 }
 
 func outboxOf(item *api.OutboxItem, replayed bool) Outbox {
 	return Outbox{ID: item.ID, LineID: item.LineID, Status: item.Status, Error: item.Error, Attempts: item.Attempts,
-		MaxAttempts: item.MaxAttempts, CreatedAt: item.CreatedAt, CompletedAt: item.CompletedAt, Replayed: replayed}
+		MaxAttempts: item.MaxAttempts, CreatedAt: item.CreatedAt, CompletedAt: item.CompletedAt, Replayed: replayed,
+		ChatID: item.ChatID, SendAt: item.SendAt}
 }
 
 // Tool inputs and outputs.
@@ -218,6 +224,7 @@ type (
 		Attachment     string `json:"attachment,omitempty" jsonschema:"one file to attach: a file_ ID already uploaded, an http(s) URL the server fetches, or (only when the server allows it) a local file path"`
 		ReplyTo        string `json:"reply_to,omitempty" jsonschema:"answer a message of the same chat: its msg_ ID or GUID"`
 		IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"any unique string; calling again with the same key and request sends nothing twice (24 hours)"`
+		SendAt         string `json:"send_at,omitempty" jsonschema:"schedule the send: an RFC 3339 time with its offset (e.g. 2026-05-01T09:30:00+02:00), up to 30 days ahead; omitted sends at once. cancel_outbox_item cancels it until then"`
 	}
 
 	ReactInput struct {
@@ -435,7 +442,11 @@ func (t *tools) sendMessage(ctx context.Context, req *mcp.CallToolRequest, in Se
 	if err != nil {
 		return nil, Outbox{}, err
 	}
-	p := client.MessageSendParams{From: in.Line, To: in.To, Text: in.Text, ReplyTo: in.ReplyTo, IdempotencyKey: in.IdempotencyKey}
+	at, err := sendAt(in.SendAt)
+	if err != nil {
+		return nil, Outbox{}, err
+	}
+	p := client.MessageSendParams{From: in.Line, To: in.To, Text: in.Text, ReplyTo: in.ReplyTo, IdempotencyKey: in.IdempotencyKey, SendAt: at}
 	if in.Attachment != "" {
 		if !strings.HasPrefix(in.Attachment, "file_") && t.opts.Check != nil {
 			// The upload and the send would need these.
@@ -475,27 +486,15 @@ func (t *tools) react(ctx context.Context, req *mcp.CallToolRequest, in ReactInp
 }
 
 func (t *tools) setTyping(ctx context.Context, req *mcp.CallToolRequest, in TypingInput) (*mcp.CallToolResult, Outbox, error) {
-	c, err := t.client(req.Extra)
-	if err != nil {
-		return nil, Outbox{}, err
-	}
-	item, err := c.Typing.Send(ctx, client.TypingSendParams{From: in.Line, To: in.Chat, State: in.State})
-	if err != nil {
-		return nil, Outbox{}, apiError(err)
-	}
-	return nil, outboxOf(&item.OutboxItem, item.Replayed), nil
+	return t.write(req, func(c *client.Client) (*client.Accepted, error) {
+		return c.Typing.Send(ctx, client.TypingSendParams{From: in.Line, To: in.Chat, State: in.State})
+	})
 }
 
 func (t *tools) markRead(ctx context.Context, req *mcp.CallToolRequest, in MarkReadInput) (*mcp.CallToolResult, Outbox, error) {
-	c, err := t.client(req.Extra)
-	if err != nil {
-		return nil, Outbox{}, err
-	}
-	item, err := c.Receipts.Send(ctx, client.ReceiptSendParams{From: in.Line, To: in.Chat})
-	if err != nil {
-		return nil, Outbox{}, apiError(err)
-	}
-	return nil, outboxOf(&item.OutboxItem, item.Replayed), nil
+	return t.write(req, func(c *client.Client) (*client.Accepted, error) {
+		return c.Receipts.Send(ctx, client.ReceiptSendParams{From: in.Line, To: in.Chat})
+	})
 }
 
 func (t *tools) getOutbox(ctx context.Context, req *mcp.CallToolRequest, in GetOutboxInput) (*mcp.CallToolResult, Outbox, error) {

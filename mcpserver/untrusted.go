@@ -34,14 +34,6 @@ type Message struct {
 
 func messageOf(m api.Message) Message { return Message{Message: m, Untrusted: !m.IsFromMe} }
 
-func messagesOf(ms []api.Message) []Message {
-	out := make([]Message, len(ms))
-	for i, m := range ms {
-		out[i] = messageOf(m)
-	}
-	return out
-}
-
 // boundary wraps what contacts wrote in a result's text rendering.
 type boundary string
 
@@ -62,7 +54,7 @@ func (b boundary) wrapPtr(s *string) *string {
 	return new(b.wrap(*s))
 }
 
-// marked is a copy of m with what a contact wrote between b's markers.
+// message is a copy of m with what a contact wrote between b's markers.
 func (b boundary) message(m Message) Message {
 	if !m.Untrusted {
 		return m
@@ -79,14 +71,6 @@ func (b boundary) message(m Message) Message {
 	return m
 }
 
-func (b boundary) messages(ms []Message) []Message {
-	out := make([]Message, len(ms))
-	for i, m := range ms {
-		out[i] = b.message(m)
-	}
-	return out
-}
-
 // chat marks a group's name: any member may set it.
 func (b boundary) chat(c Chat) Chat {
 	if c.IsGroup {
@@ -95,10 +79,11 @@ func (b boundary) chat(c Chat) Chat {
 	return c
 }
 
-func (b boundary) chats(cs []Chat) []Chat {
-	out := make([]Chat, len(cs))
-	for i, c := range cs {
-		out[i] = b.chat(c)
+// each is xs, each mapped by f, in a new slice.
+func each[T any](xs []T, f func(T) T) []T {
+	out := make([]T, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
 	}
 	return out
 }
@@ -125,9 +110,12 @@ func untrusted(out markedOutput) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: buf.String()}}}
 }
 
-func (o ReadMessagesOutput) marked(b boundary) any { o.Messages = b.messages(o.Messages); return o }
+func (o ReadMessagesOutput) marked(b boundary) any {
+	o.Messages = each(o.Messages, b.message)
+	return o
+}
 
-func (o ListChatsOutput) marked(b boundary) any { o.Chats = b.chats(o.Chats); return o }
+func (o ListChatsOutput) marked(b boundary) any { o.Chats = each(o.Chats, b.chat); return o }
 
 func (o WaitOutput) marked(b boundary) any {
 	if o.Message != nil {
