@@ -99,6 +99,7 @@ func New(opts Options) *mcp.Server {
 	t.addChanges(s)
 	t.addGroups(s)
 	t.addAvailability(s)
+	t.addNeedReply(s)
 	return s
 }
 
@@ -270,9 +271,10 @@ type intRange struct{ min, max, def int }
 // bounded are the tools' integer arguments that have bounds, by tool and
 // argument: the API's for a page, the wait's own for a timeout.
 var bounded = map[string]map[string]intRange{
-	"list_chats":       {"limit": {1, maxLimit, defaultLimit}},
-	"read_messages":    {"limit": {1, maxLimit, defaultLimit}},
-	"wait_for_message": {"timeout_seconds": {0, MaxWaitSeconds, DefaultWaitSeconds}},
+	"list_chats":          {"limit": {1, maxLimit, defaultLimit}},
+	"chats_needing_reply": {"limit": {1, maxLimit, defaultLimit}},
+	"read_messages":       {"limit": {1, maxLimit, defaultLimit}},
+	"wait_for_message":    {"timeout_seconds": {0, MaxWaitSeconds, DefaultWaitSeconds}},
 }
 
 // check refuses a value out of r, in words an agent can act on.
