@@ -100,6 +100,7 @@ func New(opts Options) *mcp.Server {
 	t.addGroups(s)
 	t.addAvailability(s)
 	t.addNeedReply(s)
+	t.addDiagnose(s)
 	return s
 }
 

@@ -143,7 +143,7 @@ func text(res *mcp.CallToolResult) string {
 	return b.String()
 }
 
-var toolNames = []string{"add_group_participant", "cancel_outbox_item", "chats_needing_reply", "check_availability", "create_group", "edit_message", "get_outbox_item", "leave_group",
+var toolNames = []string{"add_group_participant", "cancel_outbox_item", "chats_needing_reply", "check_availability", "create_group", "diagnose", "edit_message", "get_outbox_item", "leave_group",
 	"list_chats", "list_lines", "mark_read", "react", "read_messages", "remove_group_participant", "rename_group", "send_message", "set_typing", "unsend_message", "wait_for_message"}
 
 // TestConversation holds a conversation over both transports: the agent
