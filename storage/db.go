@@ -67,6 +67,7 @@ var (
 	bktOptOuts       = []byte("opt_outs")         // line ID ‖ 0 ‖ handle → OptOut (contacts.go)
 	bktHandoffs      = []byte("handoffs")         // chat ID → Handoff: the owner took the chat over (agents.go)
 	bktLeases        = []byte("leases")           // chat ID → Lease (agents.go)
+	bktSearchFeed    = []byte("search_feed")      // seq → chat_messages key: messages stored or changed, for the search index (search.go)
 )
 
 var allBuckets = [][]byte{
@@ -75,7 +76,7 @@ var allBuckets = [][]byte{
 	bktOutboxDue, bktOutboxClaimed, bktIdempotency, bktSandbox, bktFiles, bktReactions, bktReceipts,
 	bktWebhooks, bktWebhookLines, bktDeliveries, bktDeliveriesDue, bktAttempts, bktBridgeState, bktChatUpdates,
 	bktEvents, bktConsole, bktConsoleLinks, bktConsoleSess, bktGuard, bktHistoryChats, bktBlocked, bktOptOuts,
-	bktHandoffs, bktLeases,
+	bktHandoffs, bktLeases, bktSearchFeed,
 }
 
 // schemaVersion 2 added compact history records and the compact GUID
