@@ -53,7 +53,7 @@ type LinesGuide struct {
 // lineTools are the tools of a line whatever it can do, and those that
 // need a feature.
 var (
-	lineTools    = []string{"list_chats", "read_messages", "send_message", "wait_for_message", "chats_needing_reply"}
+	lineTools    = []string{"list_chats", "read_messages", "send_message", "wait_for_message", "chats_needing_reply", "search_messages"}
 	featureTools = []struct{ tool, feature string }{{"react", "reactions"}, {"set_typing", "typing"}, {"mark_read", "receipts"},
 		{"edit_message", "edit"}, {"unsend_message", "unsend"}, {"create_group", "groups"}, {"rename_group", "groups"},
 		{"add_group_participant", "groups"}, {"remove_group_participant", "groups"}, {"leave_group", "groups"},

@@ -101,6 +101,7 @@ func New(opts Options) *mcp.Server {
 	t.addAvailability(s)
 	t.addNeedReply(s)
 	t.addDiagnose(s)
+	t.addSearch(s)
 	return s
 }
 
@@ -274,6 +275,7 @@ type intRange struct{ min, max, def int }
 var bounded = map[string]map[string]intRange{
 	"list_chats":          {"limit": {1, maxLimit, defaultLimit}},
 	"chats_needing_reply": {"limit": {1, maxLimit, defaultLimit}},
+	"search_messages":     {"limit": {1, maxLimit, defaultLimit}},
 	"read_messages":       {"limit": {1, maxLimit, defaultLimit}},
 	"wait_for_message":    {"timeout_seconds": {0, MaxWaitSeconds, DefaultWaitSeconds}},
 }

@@ -80,8 +80,8 @@ func (b boundary) chat(c Chat) Chat {
 }
 
 // each is xs, each mapped by f, in a new slice.
-func each[T any](xs []T, f func(T) T) []T {
-	out := make([]T, len(xs))
+func each[T, U any](xs []T, f func(T) U) []U {
+	out := make([]U, len(xs))
 	for i, x := range xs {
 		out[i] = f(x)
 	}
