@@ -1,10 +1,14 @@
 // Package mcpserver is Blueline's MCP server (Model Context Protocol, on
 // the official Go SDK): the tools an AI agent needs to hold a conversation
 // on a line — list lines and chats, read a chat, send (text, an attachment,
-// a reply), react, show typing, mark read, check an outbox item, and wait
-// for the contact's next message — and, as a resource (blueline://lines)
-// and a prompt (lines), the lines the key may use and which tools work on
-// each, so that an agent knows before it tries.
+// a reply, later), react, show typing, mark read, edit and unsend, groups,
+// availability, check or cancel an outbox item, wait for the contact's next
+// message, find the chats needing a reply, search, diagnose — and, as a
+// resource (blueline://lines) and a prompt (lines), the lines the key may
+// use and which tools work on each, so that an agent knows before it
+// tries. What contacts wrote reaches the model marked untrusted
+// (untrusted.go); over stdio a host may subscribe to a line's chats
+// needing a reply (push.go).
 //
 // Every tool acts through Blueline's HTTP API with the typed client
 // (package client), so an agent is held to exactly what its key may do:
@@ -68,6 +72,12 @@ type Options struct {
 	Done <-chan struct{}
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// CursorFile, when set, offers resource subscriptions: a host that
+	// subscribes to a line's blueline://lines/{line}/needing-reply is told
+	// when a contact writes on the line, the server following the event
+	// stream from the position it keeps in this file. Empty offers none
+	// (the stateless HTTP endpoint cannot push).
+	CursorFile string
 }
 
 // Limits on the wait tool's timeout, in seconds: 0 does not wait.
@@ -90,9 +100,18 @@ func New(opts Options) *mcp.Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "blueline", Title: "Blueline", Version: opts.Version},
-		&mcp.ServerOptions{Instructions: instructions(opts), Capabilities: &mcp.ServerCapabilities{}})
 	t := &tools{opts: opts}
+	so := &mcp.ServerOptions{Instructions: instructions(opts), Capabilities: &mcp.ServerCapabilities{}}
+	var push *pusher
+	if opts.CursorFile != "" {
+		push = &pusher{t: t, file: opts.CursorFile, since: opts.Now()}
+		so.SubscribeHandler, so.UnsubscribeHandler = push.subscribe, push.unsubscribe
+		so.Capabilities.Resources = &mcp.ResourceCapabilities{Subscribe: true, ListChanged: true}
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "blueline", Title: "Blueline", Version: opts.Version}, so)
+	if push != nil {
+		push.srv = s
+	}
 	s.AddReceivingMiddleware(checkBounds)
 	t.add(s)
 	t.addLines(s)
@@ -102,6 +121,7 @@ func New(opts Options) *mcp.Server {
 	t.addNeedReply(s)
 	t.addDiagnose(s)
 	t.addSearch(s)
+	t.addPush(s)
 	return s
 }
 

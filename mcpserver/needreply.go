@@ -39,9 +39,19 @@ func (t *tools) chatsNeedingReply(ctx context.Context, req *mcp.CallToolRequest,
 	if err != nil {
 		return nil, ChatsNeedingReplyOutput{}, err
 	}
+	out, err := needingReply(ctx, c, in)
+	if err != nil {
+		return nil, ChatsNeedingReplyOutput{}, err
+	}
+	return untrusted(out), out, nil
+}
+
+// needingReply looks at a page of the line's chats for those whose last
+// message a contact wrote.
+func needingReply(ctx context.Context, c *client.Client, in ChatsNeedingReplyInput) (ChatsNeedingReplyOutput, error) {
 	page, err := c.Chats.ListPage(ctx, client.ChatListParams{From: in.Line, Limit: in.Limit, Cursor: in.Cursor})
 	if err != nil {
-		return nil, ChatsNeedingReplyOutput{}, apiError(err)
+		return ChatsNeedingReplyOutput{}, apiError(err)
 	}
 	out := ChatsNeedingReplyOutput{Chats: []ChatNeedingReply{}, NextCursor: client.NextCursor(page)}
 	for _, chat := range page.Data {
@@ -50,13 +60,13 @@ func (t *tools) chatsNeedingReply(ctx context.Context, req *mcp.CallToolRequest,
 		}
 		last, err := c.Messages.ListPage(ctx, client.MessageListParams{From: in.Line, To: chat.ID, Limit: 1})
 		if err != nil {
-			return nil, ChatsNeedingReplyOutput{}, apiError(err)
+			return ChatsNeedingReplyOutput{}, apiError(err)
 		}
 		if len(last.Data) == 1 && !last.Data[0].IsFromMe {
 			out.Chats = append(out.Chats, ChatNeedingReply{Chat: chat, LastMessage: messageOf(last.Data[0])})
 		}
 	}
-	return untrusted(out), out, nil
+	return out, nil
 }
 
 func (o ChatsNeedingReplyOutput) marked(b boundary) any {
