@@ -23,14 +23,7 @@ func TestLinesGuard(t *testing.T) {
 	cs := td.httpAgent(td.key(""), nil)
 	call[mcpserver.Outbox](t, cs, "send_message", map[string]any{"line": guardedLine, "to": alice, "text": "hello"})
 
-	read, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "blueline://lines"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var g mcpserver.LinesGuide
-	if err := json.Unmarshal([]byte(read.Contents[0].Text), &g); err != nil {
-		t.Fatal(err)
-	}
+	g := readGuide(t, cs)
 	byHandle := map[string]mcpserver.LineUse{}
 	for _, l := range g.Lines {
 		byHandle[l.Handle] = l
@@ -55,4 +48,18 @@ func TestLinesGuard(t *testing.T) {
 	if text := p.Messages[0].Content.(*mcp.TextContent).Text; !strings.Contains(text, "Apple ID guard: "+guarded.GuardStanding) {
 		t.Errorf("the prompt lacks the guard's standing:\n%s", text)
 	}
+}
+
+// readGuide reads the lines resource.
+func readGuide(t *testing.T, cs *mcp.ClientSession) mcpserver.LinesGuide {
+	t.Helper()
+	read, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "blueline://lines"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g mcpserver.LinesGuide
+	if err := json.Unmarshal([]byte(read.Contents[0].Text), &g); err != nil {
+		t.Fatal(err)
+	}
+	return g
 }

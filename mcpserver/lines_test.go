@@ -211,15 +211,7 @@ func TestLinesResource(t *testing.T) {
 	}
 	// A key of one line sees that line (and the sandbox line, as GET
 	// /v1/lines lists it), not the others.
-	cs := td.httpAgent(td.key("", plainLine), nil)
-	read, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "blueline://lines"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var g mcpserver.LinesGuide
-	if err := json.Unmarshal([]byte(read.Contents[0].Text), &g); err != nil {
-		t.Fatal(err)
-	}
+	g := readGuide(t, td.httpAgent(td.key("", plainLine), nil))
 	var handles []string
 	for _, l := range g.Lines {
 		if !l.IsSandbox {
@@ -227,6 +219,6 @@ func TestLinesResource(t *testing.T) {
 		}
 	}
 	if !slices.Equal(handles, []string{plainLine}) {
-		t.Errorf("a key of %s: %s", plainLine, read.Contents[0].Text)
+		t.Errorf("a key of %s: %+v", plainLine, g.Lines)
 	}
 }
