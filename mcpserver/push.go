@@ -162,6 +162,12 @@ func (p *pusher) follow(session *mcp.ServerSession) {
 					p.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: needingReplyURI(line)})
 				}
 			}
+			// The host answers a ping after the notification sent before
+			// it: only then is the event told, and the cursor moved past
+			// it. A host gone in between is told at the next start.
+			if err := session.Ping(ctx, nil); err != nil {
+				return
+			}
 		}
 		writeCursorFile(p.file, ev.Seq) // a failure tells again after a restart: a read, not a loss
 	}
