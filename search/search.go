@@ -288,7 +288,7 @@ func (ix *Index) follow(ctx context.Context) (more bool, err error) {
 	if err := ix.src.TrimMessageChanges(ctx, last); err != nil {
 		return false, err
 	}
-	return len(changes) == batch, nil
+	return len(changes) >= batch, nil
 }
 
 // body is what a message is found by: its text and its attachments'

@@ -137,7 +137,8 @@ func TestFollowsStorage(t *testing.T) {
 
 // TestCatchesUp: messages stored while the index is closed (a crash, a
 // stop) are found once it runs again; history imported before an index
-// existed is scanned into it.
+// existed is scanned into it, and history imported while it runs is
+// followed.
 func TestCatchesUp(t *testing.T) {
 	f := newFixture(t, t.TempDir())
 	text := "an old message about lanterns"
@@ -149,6 +150,19 @@ func TestCatchesUp(t *testing.T) {
 	if got := f.find(ix, "lanterns"); len(got) != 1 {
 		t.Fatalf("history: %v", got)
 	}
+	// History imported while it runs comes through the feed, a chat's
+	// messages in one entry.
+	var batch []storage.Inbound
+	for i, who := range []string{alice, "+15551110002", alice} {
+		text := fmt.Sprintf("imported kayak %d", i)
+		chat := storage.Chat{ID: storage.NewID("cht_"), LineID: f.line.ID, GUID: "iMessage;-;" + who, Identifier: who, Service: "imessage"}
+		batch = append(batch, storage.Inbound{Chat: chat, Message: storage.Message{GUID: fmt.Sprintf("HISTORY-KAYAK-%d", i), Sender: who,
+			Text: &text, Service: "imessage", SentAt: 1_600_000_000_000 + int64(i), SyncedAt: time.Now().UnixMilli()}})
+	}
+	if _, err := f.db.ImportHistory(t.Context(), f.line.ID, batch); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 10*time.Second, func() bool { return len(f.find(ix, "kayak")) == 3 })
 	stop()
 	missed := f.inbound("written while the index was down: umbrellas")
 	ix, _ = f.index()

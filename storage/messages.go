@@ -543,11 +543,8 @@ func (h *historyTx) flush() error {
 	}
 	err := put(appendOnly(h.tx, bktChatMessages), func(a, b *heldMessage) int { return bytes.Compare(a.key, b.key) },
 		func(m *heldMessage) ([]byte, []byte) { return m.key, m.data })
-	for _, m := range h.msgs {
-		if err != nil {
-			break
-		}
-		err = noteMessage(h.tx, m.key)
+	if err == nil {
+		err = noteHistory(h.tx, h.msgs) // sorted by key: a chat's together
 	}
 	if err == nil {
 		slices.SortFunc(h.msgs, func(a, b *heldMessage) int { return bytes.Compare(a.id, b.id) })

@@ -16,14 +16,72 @@ import (
 // index applies the feed in order, records how far it got with what it
 // applied, and only then trims it.
 
+// A feed entry is the chat_messages key of one message, or, for the
+// messages of one chat a history import stores together, feedPacked, the
+// chat's ID (its length in a byte first) and each message's sent_at ‖ seq:
+// 16 bytes a message rather than a whole key and an entry each, which a
+// first start's million messages would otherwise leave in the file.
+const feedPacked = 0x01
+
 // noteMessage adds the message stored under key to the search feed.
 func noteMessage(tx *bolt.Tx, key []byte) error {
+	return putFeed(tx, key)
+}
+
+func putFeed(tx *bolt.Tx, v []byte) error {
 	b := appendOnly(tx, bktSearchFeed)
 	seq, err := b.NextSequence()
 	if err != nil {
 		return err
 	}
-	return b.Put(u64(seq), key)
+	return b.Put(u64(seq), v)
+}
+
+// noteHistory adds the messages an import stores to the search feed, an
+// entry a chat; msgs are sorted by key.
+func noteHistory(tx *bolt.Tx, msgs []*heldMessage) error {
+	for i := 0; i < len(msgs); {
+		chat := keyChatID(msgs[i].key)
+		j := i
+		for j < len(msgs) && bytes.Equal(keyChatID(msgs[j].key), chat) {
+			j++
+		}
+		if len(chat) > 255 { // not one of our chat IDs: a key an entry
+			for _, m := range msgs[i:j] {
+				if err := putFeed(tx, m.key); err != nil {
+					return err
+				}
+			}
+			i = j
+			continue
+		}
+		v := make([]byte, 0, 2+len(chat)+16*(j-i))
+		v = append(append(v, feedPacked, byte(len(chat))), chat...)
+		for _, m := range msgs[i:j] {
+			v = append(v, m.key[len(chat):]...)
+		}
+		if err := putFeed(tx, v); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
+}
+
+// feedKeys are the chat_messages keys of a feed entry.
+func feedKeys(v []byte) ([][]byte, error) {
+	if len(v) == 0 || v[0] != feedPacked {
+		return [][]byte{v}, nil
+	}
+	if len(v) < 2 || (len(v)-2-int(v[1]))%16 != 0 || len(v) < 2+int(v[1]) {
+		return nil, errors.New("search feed: a packed entry of a wrong length")
+	}
+	chat, rest := v[2:2+int(v[1])], v[2+int(v[1]):]
+	keys := make([][]byte, 0, len(rest)/16)
+	for ; len(rest) > 0; rest = rest[16:] {
+		keys = append(keys, join(chat, rest[:16]))
+	}
+	return keys, nil
 }
 
 // MessageChange is a message stored or changed, as the search feed holds
@@ -33,25 +91,32 @@ type MessageChange struct {
 	Message Message
 }
 
-// MessageChanges returns up to max of the feed's changes after the one
-// numbered after, oldest first; a message changed several times comes as
-// it is now each time.
+// MessageChanges returns the feed's changes after the one numbered after,
+// oldest first, about max of them (an entry of a history import is
+// returned whole: its messages share its number); a message changed
+// several times comes as it is now each time.
 func (db *DB) MessageChanges(ctx context.Context, after uint64, max int) ([]MessageChange, error) {
 	var out []MessageChange
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		r := msgReader{tx: tx}
 		cm := tx.Bucket(bktChatMessages)
 		c := tx.Bucket(bktSearchFeed).Cursor()
-		for k, key := c.Seek(u64(after + 1)); k != nil && len(out) < max; k, key = c.Next() {
-			ch := MessageChange{Seq: binary.BigEndian.Uint64(k)}
-			v := cm.Get(key)
-			if v == nil {
-				return errors.New("search feed: a message that is not stored")
-			}
-			if err := r.decode(key, v, &ch.Message); err != nil {
+		for k, entry := c.Seek(u64(after + 1)); k != nil && len(out) < max; k, entry = c.Next() {
+			keys, err := feedKeys(entry)
+			if err != nil {
 				return err
 			}
-			out = append(out, ch)
+			for _, key := range keys {
+				ch := MessageChange{Seq: binary.BigEndian.Uint64(k)}
+				v := cm.Get(key)
+				if v == nil {
+					return errors.New("search feed: a message that is not stored")
+				}
+				if err := r.decode(key, v, &ch.Message); err != nil {
+					return err
+				}
+				out = append(out, ch)
+			}
 		}
 		return nil
 	})
