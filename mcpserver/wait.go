@@ -156,8 +156,8 @@ func (t *tools) wait(ctx context.Context, req *mcp.CallToolRequest, in WaitInput
 			}
 			chatID = m.ChatID
 		}
-		msg := m.Message
-		return nil, WaitOutput{Message: &msg, Arrival: m.Arrival, Cursor: next.String()}, nil
+		out := WaitOutput{Message: new(messageOf(m.Message)), Arrival: m.Arrival, Cursor: next.String()}
+		return untrusted(out), out, nil
 	}
 	if t.done() {
 		return nil, WaitOutput{}, fmt.Errorf("%w; call wait_for_message again with cursor %q once it is back", ErrShuttingDown, next.String())
