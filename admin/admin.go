@@ -285,19 +285,33 @@ func (a *Admin) adminSimOwnerSend(w http.ResponseWriter, r *http.Request) error 
 		}
 		chat = bridge.Chat{GUID: c.GUID, Identifier: c.Identifier, IsGroup: c.IsGroup, Name: c.Name, Participants: c.Participants}
 	} else {
-		to, err := handle.Normalize(req.To)
+		to := req.To
+		if to == api.SimToSelf && len(line.SelfHandles) > 0 {
+			to = line.SelfHandles[0]
+		}
+		to, err := handle.Normalize(to)
 		switch {
 		case err != nil:
 			return httpapi.BadHandle("to", req.To, err)
-		case to == line.Handle:
-			return httpapi.Invalid("to", "The owner's message goes to a contact or a chat, not to the line's own handle.")
+		case to == line.Handle && !slices.Contains(line.SelfHandles, to):
+			return httpapi.Invalid("to", "The owner's message goes to a contact, a chat or the owner's own chat (self), not to the line's own handle.")
 		}
 		chat = a.opts.Simulator.OneToOne(line.Service, to)
 	}
-	res, err := a.opts.Inbound.Record(r.Context(), bridge.Inbound{Line: line.Handle, Service: line.Service, GUID: a.opts.Simulator.NewGUID(),
-		Chat: chat, Sender: line.Handle, IsFromMe: true, Text: &req.Text, SentAt: time.Now()})
+	sent := bridge.Inbound{Line: line.Handle, Service: line.Service, GUID: a.opts.Simulator.NewGUID(),
+		Chat: chat, Sender: line.Handle, IsFromMe: true, Text: &req.Text, SentAt: time.Now()}
+	res, err := a.opts.Inbound.Record(r.Context(), sent)
 	if err != nil {
 		return err
+	}
+	if !chat.IsGroup && slices.Contains(line.SelfHandles, chat.Identifier) {
+		// As Messages on the owner's Mac does: the message sent to oneself
+		// is written again as received, naming the sent one.
+		copied := sent
+		copied.GUID, copied.Sender, copied.IsFromMe, copied.EchoOf = a.opts.Simulator.NewGUID(), chat.Identifier, false, sent.GUID
+		if _, err := a.opts.Inbound.Record(r.Context(), copied); err != nil {
+			return err
+		}
 	}
 	httpapi.WriteJSON(w, http.StatusCreated, a.api.Message(res.Message))
 	return nil
@@ -725,7 +739,7 @@ func sampleDelivery(event string, line storage.Line, now int64) storage.Delivery
 		}
 	default:
 		switch event {
-		case api.EventMessageSent, api.EventMessageFailed, api.EventMessageDelivered:
+		case api.EventMessageSent, api.EventMessageFailed, api.EventMessageDelivered, api.EventMessageSelf:
 			msg.Sender, msg.IsFromMe = line.Handle, true
 		}
 		switch event {

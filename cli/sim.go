@@ -180,11 +180,16 @@ func (a *app) simOwnerSendCommand() *cobra.Command {
 		long: `The line's owner sends a message from another device (their iPhone or Mac),
 not through Blueline: it arrives as message.sent, and the chat becomes human
 active: agent keys may not write to it for the line's takeover_quiet. --to is
-a contact's handle or a chat ID (cht_…). The message is printed as JSON.`,
-		example: `  blueline sim owner-send --line +15550000000 --to +15551234567 --text "I'll take it from here"`,
+a contact's handle or a chat ID (cht_…). --to self (or one of the line's
+self_handles) writes in the owner's chat with themselves instead: a
+message.self event, written twice as Messages on a Mac does (the sent
+message and its received copy), with no takeover. The message is printed as
+JSON.`,
+		example: `  blueline sim owner-send --line +15550000000 --to +15551234567 --text "I'll take it from here"
+  blueline sim owner-send --line +15550000000 --to self --text "summarise today's chats"`,
 		needs: []simString{
 			{&req.Line, "line", "the owner's line"},
-			{&req.To, "to", "a contact's handle or a chat ID (cht_…)"},
+			{&req.To, "to", "a contact's handle, a chat ID (cht_…), or self"},
 			{&req.Text, "text", "what the owner writes"},
 		},
 		req: &req,

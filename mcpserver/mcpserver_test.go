@@ -143,7 +143,7 @@ func text(res *mcp.CallToolResult) string {
 	return b.String()
 }
 
-var toolNames = []string{"get_outbox_item", "list_chats", "list_lines", "mark_read", "react", "read_messages", "send_message", "set_typing", "wait_for_message"}
+var toolNames = []string{"get_outbox_item", "list_chats", "list_lines", "mark_read", "react", "read_messages", "send_message", "set_typing", "wait_for_message", "wait_for_self_message"}
 
 // TestConversation holds a conversation over both transports: the agent
 // lists tools and lines, reads the chat the contact opened, replies, and

@@ -39,7 +39,11 @@ import (
 //     be undone: a pairing is once and for all, and a chat that has
 //     received a message keeps has_received_inbound. (A member a contact
 //     adds later may not have written: the group then needs its inbound
-//     message as before.)
+//     message as before.) The owner's chat with themselves (one of the
+//     line's self_handles) passes once it exists: the owner is no
+//     stranger to their own line, and their messages there are sent rows,
+//     which do not open a chat. Which chat that is comes from the
+//     configuration, fixed while the daemon runs.
 //  7. Files and replied-to messages (fileByID, findMessage): the same
 //     not-found rule, by the file's line or owner and the message's line and
 //     chat. Files and messages are never reassigned, so the snapshot holds.
@@ -136,6 +140,9 @@ func (s *Server) checkRecipient(r *http.Request, line storage.Line, tgt target) 
 		if tgt.chat.IsGroup || tgt.contact != st.PairedHandle {
 			return httpapi.InvalidRequest("sandbox_contact_mismatch", "to", "The sandbox line only sends to its paired number %s.", st.PairedHandle)
 		}
+	}
+	if tgt.found && line.IsSelfChat(tgt.chat) {
+		return nil
 	}
 	if tgt.found && !tgt.chat.HasReceivedInbound && tgt.chat.IsGroup {
 		all, err := s.everyMemberWrote(r.Context(), line, tgt.chat.Participants)

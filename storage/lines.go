@@ -28,7 +28,10 @@ type Line struct {
 	// owner writes in it from another device: agent keys may not write to
 	// it until then. 0: the owner's messages take nothing over.
 	TakeoverQuiet int64 `json:"takeover_quiet,omitempty"`
-	CreatedAt     int64 `json:"created_at"`
+	// SelfHandles are the handles of the owner's Apple ID: a one-to-one
+	// chat with one of them is the owner's chat with themselves (selfchat.go).
+	SelfHandles []string `json:"-"`
+	CreatedAt   int64    `json:"created_at"`
 }
 
 // SyncLines records the configured lines, keeping the ID of every handle seen
