@@ -27,7 +27,11 @@ import (
 
 func (a *Admin) keyInfo(ctx context.Context, k storage.Key) api.KeyInfo {
 	info := api.KeyInfo{ID: k.ID, Hint: k.Hint, Label: k.Label, Scopes: k.Scopes, Lines: []string{}, Owner: k.Owner, Agent: k.Agent, CreatedAt: k.CreatedAt,
-		LastUsedAt: k.LastUsedAt}
+		LastUsedAt: k.LastUsedAt, Approval: api.ApprovalNone, ApprovalExcept: []string{},
+		AllowFrom: append([]string{}, k.AllowFrom...), GroupMention: k.GroupMention}
+	if k.ApprovalRequired {
+		info.Approval, info.ApprovalExcept = api.ApprovalRequired, slices.Clone(k.ApprovalExcept)
+	}
 	for _, id := range k.LineIDs {
 		if l, ok := a.db.LineByID(id); ok {
 			info.Lines = append(info.Lines, l.Handle)
@@ -47,6 +51,36 @@ func decodeAdmin(r *http.Request, v any) error {
 	return nil
 }
 
+// keyApproval reads a new key's approval settings: only an agent's key
+// may require approval, and only then name contacts exempt from it.
+func keyApproval(req api.KeyRequest) (bool, []string, error) {
+	switch req.Approval {
+	case "", api.ApprovalNone:
+		if strings.TrimSpace(strings.Join(req.ApprovalExcept, "")) != "" {
+			return false, nil, httpapi.Invalid("approval_except", "approval_except lists contacts exempt from approval, but the key's approval is not %q.", api.ApprovalRequired)
+		}
+		return false, nil, nil
+	case api.ApprovalRequired:
+	default:
+		return false, nil, httpapi.Invalid("approval", "approval must be %q or %q, got %q.", api.ApprovalRequired, api.ApprovalNone, req.Approval)
+	}
+	if !req.Agent {
+		return false, nil, httpapi.Invalid("approval", "Only an agent's key (agent: true) can require approval: the owner's own keys are never held back.")
+	}
+	except := make([]string, 0, len(req.ApprovalExcept))
+	for _, v := range req.ApprovalExcept {
+		if strings.TrimSpace(v) == "" {
+			continue // a form's empty field, or a list's stray comma
+		}
+		h, err := handle.Normalize(strings.TrimSpace(v))
+		if err != nil {
+			return false, nil, httpapi.BadHandle("approval_except", v, err)
+		}
+		except = append(except, h)
+	}
+	return true, except, nil
+}
+
 func (a *Admin) adminCreateKey(w http.ResponseWriter, r *http.Request) error {
 	var req api.KeyRequest
 	if err := decodeAdmin(r, &req); err != nil {
@@ -63,6 +97,10 @@ func (a *Admin) adminCreateKey(w http.ResponseWriter, r *http.Request) error {
 	scopes, err := server.ParseScopes(req.Scopes)
 	if err != nil {
 		return httpapi.Invalid("scopes", "%v", err)
+	}
+	approval, except, err := keyApproval(req)
+	if err != nil {
+		return err
 	}
 	var lineIDs []string
 	for _, v := range req.Lines {
@@ -87,8 +125,12 @@ func (a *Admin) adminCreateKey(w http.ResponseWriter, r *http.Request) error {
 		}
 		lineIDs = append(lineIDs, l.ID)
 	}
+	gate, err := keyGate(req)
+	if err != nil {
+		return err
+	}
 	k, secret := server.NewKey(storage.Key{Label: req.Label, Scopes: scopes, LineIDs: lineIDs, Owner: req.Owner, Agent: req.Agent,
-		CreatedAt: time.Now().UnixMilli()})
+		ApprovalRequired: approval, ApprovalExcept: except, Gate: gate, CreatedAt: time.Now().UnixMilli()})
 	if err := a.db.CreateKey(r.Context(), k); err != nil {
 		return err
 	}
@@ -97,6 +139,36 @@ func (a *Admin) adminCreateKey(w http.ResponseWriter, r *http.Request) error {
 	info.Secret = secret
 	httpapi.WriteJSON(w, http.StatusCreated, info)
 	return nil
+}
+
+// keyGate is the sender gating a key request asks for: an agent key's
+// only, its contacts as handles, its mention a Go regexp.
+func keyGate(req api.KeyRequest) (storage.Gate, error) {
+	var g storage.Gate
+	if len(req.AllowFrom) == 0 && req.GroupMention == "" {
+		return g, nil
+	}
+	if !req.Agent {
+		param := "allow_from"
+		if len(req.AllowFrom) == 0 {
+			param = "group_mention"
+		}
+		return g, httpapi.Invalid(param, "Sender gating (allow_from, group_mention) is for agent keys: set agent too.")
+	}
+	for _, v := range req.AllowFrom {
+		h, err := handle.Normalize(strings.TrimSpace(v))
+		if err != nil {
+			return g, httpapi.BadHandle("allow_from", v, err)
+		}
+		if !slices.Contains(g.AllowFrom, h) {
+			g.AllowFrom = append(g.AllowFrom, h)
+		}
+	}
+	if err := storage.ValidMention(req.GroupMention); err != nil {
+		return g, httpapi.Invalid("group_mention", "group_mention is not a Go regular expression: %v.", err)
+	}
+	g.GroupMention = req.GroupMention
+	return g, nil
 }
 
 func (a *Admin) adminListKeys(w http.ResponseWriter, r *http.Request) error {
@@ -221,7 +293,16 @@ func (a *Admin) adminSimInbound(w http.ResponseWriter, r *http.Request) error {
 	if req.Text != "" {
 		in.Text = &req.Text
 	}
+	if req.Late != "" {
+		late, err := time.ParseDuration(req.Late)
+		if err != nil || late <= 0 || late > 24*time.Hour {
+			return httpapi.Invalid("late", "--late is a duration from 1s to 24h, such as 30m or 2h.")
+		}
+		in.SentAt, in.CatchUp = in.SentAt.Add(-late), late > bridge.LiveAge
+	}
 	switch {
+	case req.UnknownSender && (req.Chat != "" || req.Group != ""):
+		return httpapi.Invalid("unknown_sender", "--unknown-sender files a contact's one-to-one chat: not with --chat or --group.")
 	case req.Chat != "" && req.Group != "":
 		return httpapi.Invalid("chat", "Give --chat for an existing chat or --group for a new one, not both.")
 	case req.Group != "":
@@ -243,6 +324,9 @@ func (a *Admin) adminSimInbound(w http.ResponseWriter, r *http.Request) error {
 	default:
 		if in.Chat, err = a.simChat(r, line, from, req.Chat); err != nil {
 			return err
+		}
+		if req.UnknownSender {
+			in.Chat.Filter = "unknown_sender"
 		}
 	}
 	res, err := a.opts.Inbound.Record(r.Context(), in)

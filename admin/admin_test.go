@@ -374,3 +374,30 @@ func TestDashboard(t *testing.T) {
 	off.refused(404, "dashboard_disabled", "", "POST", "/dashboard/link", map[string]string{})
 	off.refused(404, "dashboard_disabled", "", "POST", "/dashboard/password", map[string]string{"password": testPassword})
 }
+
+// An agent key's sender gating is stored and shown as created, its
+// handles normalised; it is refused on a key that is not an agent's, with
+// a handle that is not one, or with a mention that is not a regexp.
+func TestKeySenderGating(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	created := e.ok(http.StatusCreated, "POST", "/keys", api.KeyRequest{Label: "family-bot", Scopes: "all", Agent: true,
+		AllowFrom: []string{"+1 (555) 111-0001", "Ann@Example.com", "+15551110001"}, GroupMention: `(?i)@bot\b`})
+	if got := created["allow_from"].([]any); len(got) != 2 || got[0] != "+15551110001" || got[1] != "ann@example.com" {
+		t.Errorf("allow_from = %v, want the two handles normalised", got)
+	}
+	if created["group_mention"] != `(?i)@bot\b` {
+		t.Errorf("group_mention = %v", created["group_mention"])
+	}
+	keys, err := e.db.Keys(context.Background())
+	if err != nil || len(keys) != 1 || !slices.Equal(keys[0].AllowFrom, []string{"+15551110001", "ann@example.com"}) || keys[0].GroupMention != `(?i)@bot\b` {
+		t.Fatalf("stored %+v, %v", keys, err)
+	}
+	plain := e.ok(http.StatusCreated, "POST", "/keys", api.KeyRequest{Label: "plain", Scopes: "all"})
+	if got := plain["allow_from"].([]any); len(got) != 0 || plain["group_mention"] != "" {
+		t.Errorf("a key without gating shows %v and %q", got, plain["group_mention"])
+	}
+	e.refused(400, "invalid_parameter_value", "allow_from", "POST", "/keys", api.KeyRequest{Label: "a", Scopes: "all", AllowFrom: []string{"+15551110001"}})
+	e.refused(400, "invalid_parameter_value", "group_mention", "POST", "/keys", api.KeyRequest{Label: "a", Scopes: "all", GroupMention: "@bot"})
+	e.refused(400, "invalid_parameter_value", "allow_from", "POST", "/keys", api.KeyRequest{Label: "a", Scopes: "all", Agent: true, AllowFrom: []string{"nobody"}})
+	e.refused(400, "invalid_parameter_value", "group_mention", "POST", "/keys", api.KeyRequest{Label: "a", Scopes: "all", Agent: true, GroupMention: "(@bot"})
+}

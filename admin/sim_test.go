@@ -363,3 +363,23 @@ func TestSimGroup(t *testing.T) {
 		t.Errorf("refusals changed the participants: %v, then %v", p, got)
 	}
 }
+
+// A simulated message may be sent late (news caught up) or from an
+// unknown sender, as a Messages line reports them.
+func TestSimInboundLateAndUnknown(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	m := e.ok(http.StatusCreated, "POST", "/sim/inbound", api.SimInbound{Line: mainLine, From: alice, Text: "still there?", Late: "2h"})
+	if age := time.Since(time.UnixMilli(int64(m["sent_at"].(float64)))); age < 2*time.Hour || age > 2*time.Hour+time.Minute {
+		t.Errorf("a message sent 2h late is %s old", age)
+	}
+	m = e.ok(http.StatusCreated, "POST", "/sim/inbound", api.SimInbound{Line: mainLine, From: bob, Text: "hi", UnknownSender: true})
+	c, err := e.db.ChatByID(context.Background(), m["chat_id"].(string))
+	if err != nil || c.Filter != "unknown_sender" {
+		t.Errorf("an unknown sender's chat: %+v, %v", c, err)
+	}
+	for _, late := range []string{"soon", "-1h", "25h"} {
+		e.refused(400, "invalid_parameter_value", "late", "POST", "/sim/inbound", api.SimInbound{Line: mainLine, From: alice, Text: "x", Late: late})
+	}
+	e.refused(400, "invalid_parameter_value", "unknown_sender", "POST", "/sim/inbound",
+		api.SimInbound{Line: mainLine, From: alice, Text: "x", UnknownSender: true, Group: "G", Participants: []string{alice}})
+}

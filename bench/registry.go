@@ -54,6 +54,13 @@ var registry = []entry{
 		Metrics: micro,
 	},
 	{
+		Name:     "latency-record",
+		Measures: "recording one stage of a line's latency (histogram and the last day's counts), alone and from 2 goroutines",
+		Pkg:      "./metrics", Bench: "^BenchmarkLatency$", Funcs: []string{"BenchmarkLatency"},
+		Benchtime: "1s", QuickBenchtime: "1000x",
+		Metrics: micro,
+	},
+	{
 		Name:     "history-pages",
 		Measures: "GET /v1/messages' storage: a page of 50, newest and oldest, in a chat of 1,000,000 messages imported as history",
 		Pkg:      "./storage", Bench: "^BenchmarkListHistory$", Funcs: []string{"BenchmarkListHistory"},

@@ -198,7 +198,15 @@ type Inbound struct {
 	// Blueline (an outbox item's): the sink answers ErrNotRecorded until
 	// that send is recorded, so that the copy is never taken for news.
 	EchoOfOwnSend bool
+	// CatchUp is news the bridge read late: dated more than LiveAge
+	// before it first read it (the daemon was down, the Mac offline or
+	// asleep). Its events say arrival catch_up.
+	CatchUp bool
 }
+
+// LiveAge is how old news may be when it is first read, or an event when
+// it is handed to a receiver, and still be live: older is catch-up.
+const LiveAge = 10 * time.Minute
 
 // Inbound tapback types beyond ReactionTypes: a tapback with any emoji
 // (iOS 18 and macOS 15 onwards), and one with a sticker. Lines receive

@@ -48,13 +48,13 @@ func TestKeysLifecycle(t *testing.T) {
 	var ciID string
 	for _, row := range strings.Split(strings.TrimSpace(out), "\n") {
 		f := strings.Split(row, "\t")
-		if len(f) != 7 {
-			t.Fatalf("keys list row %q: %d fields, want 7", row, len(f))
+		if len(f) != 8 {
+			t.Fatalf("keys list row %q: %d fields, want 8", row, len(f))
 		}
 		switch f[1] {
 		case "ci":
 			ciID = f[0]
-			if f[2] != "messages:read" || f[3] != daemontest.MainLine || f[4] != "ops@example.com" || f[6] != "yes" {
+			if f[2] != "messages:read" || f[3] != daemontest.MainLine || f[4] != "ops@example.com" || f[6] != "yes" || f[7] != "none" {
 				t.Errorf("keys list row for ci: %q", f)
 			}
 		case "all":

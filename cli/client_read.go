@@ -201,8 +201,9 @@ message: it is looked for among the chat's latest 1,000.`,
 }
 
 func (a *app) outboxCommand() *cobra.Command {
-	return listGroup("outbox", "Look up a write on its way out, or cancel a pending one",
-		"  blueline outbox get obx_…\n  blueline outbox cancel obx_…", "get or cancel", a.outboxGetCommand(), a.outboxCancelCommand())
+	return listGroup("outbox", "Look up a write on its way out, cancel a pending one, or answer an agent's draft",
+		"  blueline outbox get obx_…\n  blueline outbox cancel obx_…\n  blueline outbox waiting\n  blueline outbox approve obx_…", "get, cancel, waiting, approve or decline",
+		a.outboxGetCommand(), a.outboxCancelCommand(), a.outboxWaitingCommand(), a.outboxApproveCommand(), a.outboxDeclineCommand())
 }
 
 func (a *app) outboxGetCommand() *cobra.Command {

@@ -110,16 +110,19 @@ func (a *app) simInboundCommand() *cobra.Command {
 	var req api.SimInbound
 	var participants string
 	return a.simPost(simSpec{
-		use:   "inbound --line HANDLE --from HANDLE [--text TEXT] [--attach PATH | --audio PATH [--transcription TEXT]] [--chat cht_… | --group NAME --participants a,b,c]",
+		use:   "inbound --line HANDLE --from HANDLE [--text TEXT] [--attach PATH | --audio PATH [--transcription TEXT]] [--chat cht_… | --group NAME --participants a,b,c] [--late DURATION] [--unknown-sender]",
 		short: "A simulated contact texts a line; prints the stored message as JSON",
 		long: `A simulated contact texts a line, optionally with a file (a picture, a .vcf
 contact card…) or a voice memo, and the stored message is printed as JSON.
 --text may be left out when a file is sent. Without --transcription a voice
-memo's transcription is null (not transcribed yet).`,
+memo's transcription is null (not transcribed yet). --late sends it that long
+ago, as news read late (its events say arrival catch_up past 10 minutes);
+--unknown-sender files the contact's chat under Unknown Senders.`,
 		example: `  blueline sim inbound --line +15550000000 --from +15551234567 --text hello
   blueline sim inbound --line +15550000000 --from +15551234567 --attach cat.jpg
   blueline sim inbound --line +15550000000 --from +15551234567 --audio memo.m4a --transcription "call me"
-  blueline sim inbound --line +15550000000 --from +15551234567 --text hi --group Friends --participants +15551234567,+15557654321`,
+  blueline sim inbound --line +15550000000 --from +15551234567 --text hi --group Friends --participants +15551234567,+15557654321
+  blueline sim inbound --line +15550000000 --from +15551234567 --text "still there?" --late 2h`,
 		// Not needs: --text may be left out, and the usage error says so.
 		flags: func(f *pflag.FlagSet) {
 			f.StringVar(&req.Line, "line", "", "the line that receives the message")
@@ -134,6 +137,8 @@ memo's transcription is null (not transcribed yet).`,
 				req.Transcription = &v
 				return nil
 			})
+			f.StringVar(&req.Late, "late", "", "sent this long ago (30m, 2h): news read late")
+			f.BoolVar(&req.UnknownSender, "unknown-sender", false, "the contact's chat is filed under Unknown Senders")
 		},
 		check: func() error {
 			var missing []string

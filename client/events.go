@@ -35,6 +35,14 @@ type EventStreamParams struct {
 	// After resumes after the event of this position (StreamedEvent.Seq),
 	// instead of Since.
 	After uint64
+	// Arrival are the arrivals of the message events wanted
+	// (api.ArrivalLive, api.ArrivalCatchUp); none means the key's
+	// default: live only for an agent key, every one for another.
+	Arrival []string
+	// IncludeFiltered asks for (true) or leaves out (false) the message
+	// events of chats Messages files under a filter (unknown senders);
+	// nil means the key's default: left out for an agent key only.
+	IncludeFiltered *bool
 }
 
 // StreamedEvent is an event of the stream: the body a webhook would get
@@ -77,6 +85,12 @@ func (s *EventService) Stream(ctx context.Context, p EventStreamParams) iter.Seq
 			}
 			for _, l := range p.Lines {
 				q.Add("line", l)
+			}
+			for _, a := range p.Arrival {
+				q.Add("arrival", a)
+			}
+			if p.IncludeFiltered != nil {
+				q.Set("include_filtered", strconv.FormatBool(*p.IncludeFiltered))
 			}
 			if resume == "" && !p.Since.IsZero() {
 				q.Set("since", strconv.FormatInt(p.Since.UnixMilli(), 10))

@@ -206,6 +206,40 @@ func (s *OutboxService) Cancel(ctx context.Context, id string) (*api.OutboxItem,
 	return &out, nil
 }
 
+// Waiting lists the drafts of agent keys waiting for the owner's approval
+// (approval "waiting"), the soonest to expire first: on line (a handle or
+// ln_ ID), or on every line the key can use when line is "".
+func (s *OutboxService) Waiting(ctx context.Context, line string) ([]api.OutboxItem, error) {
+	var page api.List[api.OutboxItem]
+	if err := s.c.get(ctx, "/v1/outbox/waiting", query("from", line), &page); err != nil {
+		return nil, err
+	}
+	return page.Data, nil
+}
+
+// Approve sends a draft waiting for approval, with text instead of its own
+// when text is not nil. A draft answered already, expired or that never
+// waited is a 409 (approval_answered, approval_expired,
+// outbox_item_not_waiting); an agent key's call a 403
+// agent_key_forbidden.
+func (s *OutboxService) Approve(ctx context.Context, id string, text *string) (*api.OutboxItem, error) {
+	var out api.OutboxItem
+	if _, err := s.c.do(ctx, request{method: http.MethodPost, path: "/v1/outbox/approve", json: api.ApproveRequest{ID: id, Text: text}}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Decline declines a draft waiting for approval: it ends failed with
+// error "declined". Its errors are Approve's.
+func (s *OutboxService) Decline(ctx context.Context, id string) (*api.OutboxItem, error) {
+	var out api.OutboxItem
+	if _, err := s.c.do(ctx, request{method: http.MethodPost, path: "/v1/outbox/decline", json: map[string]string{"id": id}}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 func limitString(n int) string {
 	if n == 0 {
 		return ""

@@ -235,6 +235,10 @@ type WebhookCreateParams struct {
 	From   string   `json:"from"`   // the line (required)
 	URL    string   `json:"url"`    // an https:// URL (required)
 	Events []string `json:"events"` // api.Event… constants, at least one (required)
+	// Arrival and IncludeFiltered choose the message events it receives,
+	// as EventStreamParams' do; unset means the key's default.
+	Arrival         []string `json:"arrival,omitempty"`
+	IncludeFiltered *bool    `json:"include_filtered,omitempty"`
 }
 
 // Create registers a webhook; the answer carries its Secret, which

@@ -262,6 +262,17 @@ type Line struct {
 	// chat with themselves, whose messages are message.self events. Empty
 	// is the line's handle alone.
 	SelfHandles []string `toml:"self_handles"`
+	// Takeover is what becomes of an agent key's message to a chat the
+	// owner took over: "refuse" (409 human_active, the default) or "hold"
+	// (a draft waiting for the owner's approval).
+	Takeover string `toml:"takeover"`
+	// Approval is "required" when agent keys' messages wait for the
+	// owner's approval ("" or "none": they do not), except those to chats
+	// whose every contact is in ApprovalExcept; a draft expires
+	// ApprovalTTL after it is accepted.
+	Approval       string   `toml:"approval"`
+	ApprovalExcept []string `toml:"approval_except"`
+	ApprovalTTL    Duration `toml:"approval_ttl"`
 
 	// The Messages bridge only (bridge = "messages"); "~" means the home
 	// folder of the user the daemon runs as.
@@ -320,6 +331,7 @@ const (
 	DefaultPoll           = time.Second
 	DefaultTransferWait   = 2 * time.Minute
 	DefaultTakeoverQuiet  = 20 * time.Minute
+	DefaultApprovalTTL    = time.Hour
 )
 
 // Sandbox is the shared line every API key can reach for trying things out.

@@ -84,7 +84,8 @@ func TestDefault(t *testing.T) {
 	}
 	want := config.Line{Handle: "+15550000001", Label: "Main line", Bridge: "sim", Service: "imessage", AdvancedFeatures: true,
 		OptOutWords: keyword.DefaultOptOut, OptInWords: keyword.DefaultOptIn, TakeoverQuiet: config.Duration{Duration: config.DefaultTakeoverQuiet},
-		SelfHandles: []string{"+15550000001"}}
+		SelfHandles: []string{"+15550000001"},
+		Takeover:    config.TakeoverRefuse, Approval: config.ApprovalNone, ApprovalTTL: config.Duration{Duration: config.DefaultApprovalTTL}}
 	if len(c.Lines) == 1 && !reflect.DeepEqual(c.Lines[0], want) {
 		t.Errorf("Lines[0] = %+v, want %+v", c.Lines[0], want)
 	}
@@ -348,6 +349,15 @@ func TestLoadErrors(t *testing.T) {
 			want: []string{"lines[0].self_handles[1]: \"not a handle\" is"},
 		},
 		{
+			name: "approval settings out of range",
+			doc: "[[lines]]\nhandle = \"+15550000001\"\napproval = \"always\"\ntakeover = \"queue\"\napproval_ttl = \"30s\"\n" +
+				"[[lines]]\nhandle = \"+15550000002\"\napproval_except = [\"+15551110001\"]\napproval_ttl = \"169h\"\n" +
+				"[[lines]]\nhandle = \"+15550000003\"\napproval = \"required\"\napproval_except = [\"not a handle\"]\n",
+			want: []string{"lines[0].takeover", "lines[0].approval", "lines[0].approval_ttl: must be from 1m to 168h (7 days), got 30s",
+				"lines[1].approval_except: lists contacts exempt from approval, but approval is not \"required\"", "lines[1].approval_ttl",
+				"lines[2].approval_except[0]"},
+		},
+		{
 			name: "guard of a line not a boolean",
 			doc:  "[[lines]]\nhandle = \"+15550000001\"\nguard = \"yes\"\n",
 			want: []string{"guard"},
@@ -525,7 +535,7 @@ func TestSelfHandles(t *testing.T) {
 func TestMinimalFileTakesDefaults(t *testing.T) {
 	c := mustLoad(t, oneLine)
 	want := config.Line{Handle: "+15550000001", Bridge: "sim", Service: "imessage", OptOutWords: keyword.DefaultOptOut, OptInWords: keyword.DefaultOptIn,
-		TakeoverQuiet: config.Duration{Duration: 20 * time.Minute}, SelfHandles: []string{"+15550000001"}}
+		TakeoverQuiet: config.Duration{Duration: 20 * time.Minute}, SelfHandles: []string{"+15550000001"}, Takeover: "refuse", Approval: "none", ApprovalTTL: config.Duration{Duration: time.Hour}}
 	if !reflect.DeepEqual(c.Lines[0], want) {
 		t.Errorf("Lines[0] = %+v, want %+v", c.Lines[0], want)
 	}
@@ -807,5 +817,16 @@ func TestOptOutWordsErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err = %v, want it to contain %q", doc, err, want)
 		}
+	}
+}
+
+// A line's approval settings: the contacts exempt from approval are
+// normalised as handles, and the takeover setting is kept.
+func TestLineApprovalSettings(t *testing.T) {
+	c := mustLoad(t, oneLine+"approval = \"required\"\napproval_except = [\"+1 (555) 111-0001\", \"Ann@Example.com\"]\napproval_ttl = \"30m\"\ntakeover = \"hold\"\n")
+	l := c.Lines[0]
+	if l.Approval != config.ApprovalRequired || l.Takeover != config.TakeoverHold || l.ApprovalTTL.Duration != 30*time.Minute ||
+		!reflect.DeepEqual(l.ApprovalExcept, []string{"+15551110001", "ann@example.com"}) {
+		t.Errorf("line %+v", l)
 	}
 }

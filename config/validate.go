@@ -224,6 +224,7 @@ func (c *Config) checkLines(k *checker) {
 			k.failf(key+".takeover_quiet", "must be from 1m to 24h, got %s", d)
 		}
 		checkSelfHandles(k, key, l)
+		checkApproval(k, key, l)
 		oneOf(k, key+".bridge", l.Bridge, "sim", "messages")
 		oneOf(k, key+".service", l.Service, "imessage", "sms")
 		checkMessagesLine(k, key, l, chatDBs)
@@ -257,6 +258,47 @@ func checkSelfHandles(k *checker, key string, l *Line) {
 			continue
 		}
 		l.SelfHandles[i] = h
+	}
+}
+
+// Approval settings: what approval and takeover may say, and how long a
+// draft may wait.
+const (
+	ApprovalRequired = "required"
+	ApprovalNone     = "none"
+	TakeoverRefuse   = "refuse"
+	TakeoverHold     = "hold"
+	MinApprovalTTL   = time.Minute
+	MaxApprovalTTL   = 7 * 24 * time.Hour
+)
+
+// checkApproval fills in the approval defaults and normalises the
+// contacts exempt from it.
+func checkApproval(k *checker, key string, l *Line) {
+	if l.Takeover == "" {
+		l.Takeover = TakeoverRefuse
+	}
+	oneOf(k, key+".takeover", l.Takeover, TakeoverRefuse, TakeoverHold)
+	if l.Approval == "" {
+		l.Approval = ApprovalNone
+	}
+	oneOf(k, key+".approval", l.Approval, ApprovalNone, ApprovalRequired)
+	switch d := l.ApprovalTTL.Duration; {
+	case d == 0:
+		l.ApprovalTTL.Duration = DefaultApprovalTTL
+	case d < MinApprovalTTL || d > MaxApprovalTTL:
+		k.failf(key+".approval_ttl", "must be from 1m to 168h (7 days), got %s", d)
+	}
+	if len(l.ApprovalExcept) > 0 && l.Approval != ApprovalRequired {
+		k.failf(key+".approval_except", "lists contacts exempt from approval, but approval is not \"required\"")
+	}
+	for i, raw := range l.ApprovalExcept {
+		h, err := handle.Normalize(raw)
+		if err != nil {
+			k.failf(fmt.Sprintf("%s.approval_except[%d]", key, i), "%q is not a phone number or e-mail address: %v", raw, err)
+			continue
+		}
+		l.ApprovalExcept[i] = h
 	}
 }
 

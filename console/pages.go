@@ -334,7 +334,13 @@ func (c *Console) createKey(w http.ResponseWriter, r *http.Request) {
 	s := currentSession(r.Context())
 	scopes := r.PostForm["scope"]
 	req := api.KeyRequest{Label: r.PostFormValue("label"), Scopes: strings.Join(scopes, ","), Lines: r.PostForm["line"],
-		Owner: r.PostFormValue("owner"), Agent: r.PostFormValue("agent") != ""}
+		Owner: r.PostFormValue("owner"), Agent: r.PostFormValue("agent") != "", Approval: r.PostFormValue("approval"),
+		ApprovalExcept: strings.Split(r.PostFormValue("approval_except"), ","), GroupMention: r.PostFormValue("group_mention")}
+	for _, h := range strings.Split(r.PostFormValue("allow_from"), ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			req.AllowFrom = append(req.AllowFrom, h)
+		}
+	}
 	if s.Owner != "" {
 		req.Owner = s.Owner // an owner creates keys of their own only
 	}

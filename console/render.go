@@ -9,9 +9,11 @@ import (
 	"net/http"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -58,6 +60,29 @@ var funcs = template.FuncMap{
 	"has":       func(list []string, s string) bool { return slices.Contains(list, s) },
 	"join":      strings.Join,
 	"hasPrefix": strings.HasPrefix,
+	"latency":   formatLatency,
+}
+
+// formatLatency shows one stage of a line's latency over the last day:
+// its median and 99th percentile, and how many were timed.
+func formatLatency(q api.LatencyQuantiles) string {
+	if q.Count == 0 || q.P50Ms == nil || q.P99Ms == nil {
+		return "none timed"
+	}
+	return "p50 " + formatMillis(*q.P50Ms) + " · p99 " + formatMillis(*q.P99Ms) + " (" + strconv.FormatInt(q.Count, 10) + ")"
+}
+
+// formatMillis shows a duration to a precision that reads at a glance:
+// 85 ms, 2.4 s, 3m12s.
+func formatMillis(ms int64) string {
+	d := time.Duration(ms) * time.Millisecond
+	switch {
+	case d < time.Second:
+		return strconv.FormatInt(ms, 10) + " ms"
+	case d < time.Minute:
+		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s"
+	}
+	return d.Round(time.Second).String()
 }
 
 // shared are the templates every page is parsed with: the layout, and

@@ -24,13 +24,14 @@ func configuredLines(cfg *config.Config) []storage.Line {
 	var lines []storage.Line
 	if cfg.Sandbox.Handle != "" {
 		lines = append(lines, storage.Line{Handle: cfg.Sandbox.Handle, Label: cfg.Sandbox.Label, Service: "imessage",
-			Bridge: "sim", AdvancedFeatures: cfg.Sandbox.Advanced(), IsSandbox: true,
+			Bridge: "sim", AdvancedFeatures: cfg.Sandbox.Advanced(), IsSandbox: true, ApprovalTTL: config.DefaultApprovalTTL.Milliseconds(),
 			OptOutWords: keyword.FoldAll(keyword.DefaultOptOut), OptInWords: keyword.FoldAll(keyword.DefaultOptIn)})
 	}
 	for _, l := range cfg.Lines {
 		lines = append(lines, storage.Line{Handle: l.Handle, Label: l.Label, Service: l.Service, Bridge: l.Bridge,
 			AdvancedFeatures: l.AdvancedFeatures, OptOutWords: keyword.FoldAll(l.OptOutWords), OptInWords: keyword.FoldAll(l.OptInWords),
-			OptOutReply: l.OptOutReply, TakeoverQuiet: l.TakeoverQuiet.Milliseconds(), SelfHandles: l.SelfHandles})
+			OptOutReply: l.OptOutReply, TakeoverQuiet: l.TakeoverQuiet.Milliseconds(), SelfHandles: l.SelfHandles,
+			ApprovalRequired: l.Approval == config.ApprovalRequired, ApprovalExcept: l.ApprovalExcept, ApprovalTTL: l.ApprovalTTL.Milliseconds(), TakeoverHold: l.Takeover == config.TakeoverHold})
 	}
 	return lines
 }
@@ -127,6 +128,24 @@ func lineHealth(bridges map[string]bridge.Bridge) func(storage.Line) *api.LineHe
 			out.ChatDBReplacedAt = &at
 		}
 		return out
+	}
+}
+
+// lineLatency is a line's latency over the last day, for GET /v1/lines.
+func lineLatency(mtr *metrics.Metrics) func(storage.Line) api.LineLatency {
+	return func(l storage.Line) api.LineLatency {
+		d := mtr.LineLatency(l.ID)
+		q := func(stage string) api.LatencyQuantiles {
+			s := d.Stages[stage]
+			out := api.LatencyQuantiles{Count: s.Count}
+			if s.Count > 0 {
+				p50, p99 := s.P50.Milliseconds(), s.P99.Milliseconds()
+				out.P50Ms, out.P99Ms = &p50, &p99
+			}
+			return out
+		}
+		return api.LineLatency{Since: d.Since.UnixMilli(), AcceptToSent: q(metrics.AcceptToSent),
+			RowToWebhook: q(metrics.RowToWebhook), SentToDelivered: q(metrics.SentToDelivered)}
 	}
 }
 

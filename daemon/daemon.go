@@ -103,6 +103,7 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 	}
 	d.receiver = delivery.NewReceiver(d.db, d.files)
 	mtr := metrics.New(d.db, log)
+	d.receiver.Latency = mtr
 	mtr.CountLines(d.lineCounts)
 	if d.fleet != nil {
 		mtr.CountFleet(d.fleetCounts)

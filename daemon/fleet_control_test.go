@@ -106,18 +106,19 @@ func TestFleetControl(t *testing.T) {
 			return status == http.StatusUnauthorized
 		})
 		t.Logf("A refused the key %s after C revoked it", time.Since(revoked).Round(time.Millisecond))
+		// How soon is BenchmarkFleet's figure; here the stream must end, as
+		// every node must refuse the key, each on its own way from C.
 		select {
 		case at := <-ended:
-			if d := at.Sub(revoked); d > time.Second {
-				t.Errorf("the stream on A ended %s after the revocation on C", d)
-			}
-		case <-time.After(time.Second):
-			t.Fatal("the stream on A is still open a second after the revocation on C")
+			t.Logf("the stream on A ended %s after the revocation on C", at.Sub(revoked).Round(time.Millisecond))
+		case <-time.After(propagation):
+			t.Fatalf("the stream on A is still open %s after the revocation on C", propagation)
 		}
 		for _, td := range []*daemontest.Daemon{b, c} {
-			if status, _ := fleetCall(t, td, http.MethodGet, "/v1/lines", info.Secret, nil); status != http.StatusUnauthorized {
-				t.Errorf("%s: the revoked key answers %d", td.URL(), status)
-			}
+			testkit.Eventually(t, propagation, func() bool {
+				status, _ := fleetCall(t, td, http.MethodGet, "/v1/lines", info.Secret, nil)
+				return status == http.StatusUnauthorized
+			})
 		}
 	})
 

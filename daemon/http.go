@@ -48,6 +48,7 @@ func (d *Daemon) newServer(cfg *config.Config, mtr *metrics.Metrics, guards guar
 		Advanced:        advanced(d.bridges),
 		Capabilities:    capabilities(d.bridges),
 		LineHealth:      lineHealth(d.bridges),
+		LineLatency:     lineLatency(mtr),
 		Availability:    availability(d.bridges),
 		Guard:           guards.policy,
 		Ready:           d.checks,

@@ -92,6 +92,11 @@ func (d *Daemon) newJobs(cfg *config.Config, mtr *metrics.Metrics, guards guardS
 		{"ended takeovers and chat leases", time.Minute, func(ctx context.Context) (int, error) {
 			return d.db.ExpireAgentHolds(ctx, time.Now().UnixMilli())
 		}},
+		// An answer is checked against the clock; this fails the drafts
+		// no one answered, within a minute of their expiry.
+		{"expired drafts", time.Minute, func(ctx context.Context) (int, error) {
+			return d.db.ExpireApprovals(ctx, time.Now().UnixMilli())
+		}},
 	} {
 		js.all = append(js.all, &job{name: "purge " + p.what, run: func(ctx context.Context) error {
 			purge.Every(ctx, p.interval, d.log, p.what, p.forget)

@@ -55,7 +55,7 @@ func TestJobsTable(t *testing.T) {
 		names = append(names, j.name)
 	}
 	want := []string{"delivery worker", "webhook dispatcher", "bridge", "purge events", "purge webhook deliveries",
-		"purge idempotency keys", "purge expired dashboard sign-ins", "purge ended takeovers and chat leases"}
+		"purge idempotency keys", "purge expired dashboard sign-ins", "purge ended takeovers and chat leases", "purge expired drafts"}
 	if strings.Join(names, "|") != strings.Join(want, "|") {
 		t.Errorf("jobs = %q, want %q (the sim network is one bridge for both lines)", names, want)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/blueline-app/blueline/bridge"
+	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/keyword"
 	"github.com/blueline-app/blueline/storage"
 )
@@ -17,6 +18,9 @@ import (
 type Receiver struct {
 	db    *storage.DB
 	files FileImporter
+	// Latency times the line's messages from sent to delivered; nil times
+	// nothing. Set it before the bridges run.
+	Latency LatencyRecorder
 }
 
 // FileImporter copies a file on the daemon's disk into the file store.
@@ -98,6 +102,7 @@ func (r *Receiver) inbound(line storage.Line, in bridge.Inbound, attachments []s
 		Screened:     in.Screened,
 		Keyword:      lineKeyword(line, in.Text),
 		MatchTwins:   in.MayBeTwin,
+		CatchUp:      in.CatchUp,
 		ReadByLineAt: unixMilli(in.ReadByLineAt),
 		EchoOf:       in.EchoOf,
 		Message: storage.Message{
@@ -306,6 +311,10 @@ func (r *Receiver) RecordUpdate(ctx context.Context, u bridge.MessageUpdate) (st
 		ReadAt: unixMilli(u.ReadAt), ReadByLineAt: unixMilli(u.ReadByLineAt)})
 	if errors.Is(err, storage.ErrNotFound) {
 		return m, nil, fmt.Errorf("message %s: %w", u.GUID, bridge.ErrNotRecorded)
+	}
+	// Timed once, when the receipt is new: both dates are the network's.
+	if r.Latency != nil && slices.Contains(events, api.EventMessageDelivered) {
+		r.Latency.Latency(line.ID, "sent_to_delivered", time.Duration(m.DeliveredAt-m.SentAt)*time.Millisecond)
 	}
 	return m, events, err
 }

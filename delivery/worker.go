@@ -45,6 +45,13 @@ type Metrics interface {
 	// BridgeSend records how long a bridge ("sim", "messages") took over
 	// one action.
 	BridgeSend(bridge string, d time.Duration)
+	LatencyRecorder
+}
+
+// LatencyRecorder times a stage of a line's traffic: "accept_to_sent"
+// (the worker) or "sent_to_delivered" (the Receiver).
+type LatencyRecorder interface {
+	Latency(lineID, stage string, d time.Duration)
 }
 
 // Worker delivers the outbox. Start it with Run.
@@ -169,6 +176,7 @@ func shardOf(chatID string, n int) int {
 func (w *Worker) work(ctx context.Context, queue <-chan storage.OutboxItem, finished chan<- struct{}) {
 	for item := range queue {
 		var sent []storage.Sent
+		var timed []timedSend // the same items, to time once recorded
 		taken := 0
 		start := time.Now()
 		for more := true; more; {
@@ -178,6 +186,7 @@ func (w *Worker) work(ctx context.Context, queue <-chan storage.OutboxItem, fini
 			if ctx.Err() == nil {
 				if s, ok := w.attempt(ctx, item); ok {
 					sent = append(sent, s)
+					timed = append(timed, timedSend{item, w.clock.Now()})
 				}
 			}
 			more = false
@@ -193,6 +202,10 @@ func (w *Worker) work(ctx context.Context, queue <-chan storage.OutboxItem, fini
 			// the items would invite duplicate sends, so only log.
 			if err := w.db.MarkSent(context.WithoutCancel(ctx), sent...); err != nil {
 				w.log.Error("record sent messages", "count", len(sent), "err", err)
+			}
+			// Timed once recorded, so that an item read as sent is counted.
+			for _, ts := range timed {
+				w.timeSent(ts.item, ts.at)
 			}
 		}
 		for range taken {
@@ -237,6 +250,23 @@ func (w *Worker) attempt(runCtx context.Context, item storage.OutboxItem) (stora
 		log.Error("record delivery outcome", "err", err)
 	}
 	return sent, false
+}
+
+// timedSend is an item the network reported sent at at.
+type timedSend struct {
+	item storage.OutboxItem
+	at   time.Time
+}
+
+// timeSent records how long a message took from its acceptance, or its
+// scheduled time, to the network reporting it sent (retries and waits
+// included). Reactions, typing and the like are not messages: not timed.
+func (w *Worker) timeSent(item storage.OutboxItem, at time.Time) {
+	if w.opts.Metrics == nil || (item.Kind != storage.KindMessage && item.Kind != storage.KindGroupCreate) {
+		return
+	}
+	from := time.UnixMilli(max(item.CreatedAt, item.SendAt))
+	w.opts.Metrics.Latency(item.LineID, "accept_to_sent", at.Sub(from))
 }
 
 // isUnavailable reports whether err is the network known not to work

@@ -131,3 +131,71 @@ func TestMessagesOwnerTakeover(t *testing.T) {
 		t.Fatalf("agent send after the owner's iPhone answered: %d %s", r.Status, r.Raw)
 	}
 }
+
+// What wakes an agent, on the whole daemon: an agent key with sender
+// gating (keys create --allow-from --group-mention) registers a webhook
+// that receives only the live messages of the contacts it allows, each
+// saying its arrival, filter and sender_verified, and its sends to another
+// contact are refused.
+func TestAgentSenderGating(t *testing.T) {
+	rc := newReceiver(t, nil)
+	td := startTestDaemon(t, webhookConfig(t, rc, ""))
+	agent := td.key("--label", "family-bot", "--agent", "--allow-from", alice, "--group-mention", `(?i)@bot\b`)
+	var keys []struct {
+		Label        string
+		AllowFrom    []string `json:"allow_from"`
+		GroupMention string   `json:"group_mention"`
+	}
+	if err := json.Unmarshal([]byte(td.mustCLI("keys", "list", "--json")), &keys); err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 1 || len(keys[0].AllowFrom) != 1 || keys[0].AllowFrom[0] != alice || keys[0].GroupMention != `(?i)@bot\b` {
+		t.Fatalf("keys list: %+v", keys)
+	}
+	if _, errOut, code := td.cli("keys", "create", "--label", "x", "--allow-from", alice); code == 0 || !strings.Contains(errOut, "agent") {
+		t.Errorf("--allow-from without --agent: exit %d, %s", code, errOut)
+	}
+
+	hook := td.register(agent, mainLine, rc, "message.received")
+	if hook["include_filtered"] != false || len(hook["arrival"].([]any)) != 1 {
+		t.Errorf("an agent key's webhook: %v, want live messages of unfiltered chats", hook)
+	}
+	td.inbound(mainLine, bob, "from bob")
+	td.inbound(mainLine, alice, "from alice")
+	ev := newEventLog(t, rc)
+	d := ev.next("message.received", func(d map[string]any) bool { return d["text"] == "from alice" })
+	if d["arrival"] != "live" || d["filter"] != nil || d["sender_verified"] != true {
+		t.Errorf("alice's message: arrival %v, filter %v, sender_verified %v", d["arrival"], d["filter"], d["sender_verified"])
+	}
+	if n := ev.counts()["message.received"]; n != 1 {
+		t.Errorf("the gated agent's webhook received %d messages, want alice's only", n)
+	}
+	if r := td.call("POST", "/v1/messages", agent, map[string]any{"from": mainLine, "to": bob, "text": "hi"}); r.Status != 403 || r.ErrCode() != "contact_not_allowed" {
+		t.Errorf("a gated agent's send to bob: %d %s", r.Status, r.Raw)
+	}
+	if r := td.call("POST", "/v1/messages", agent, map[string]any{"from": mainLine, "to": alice, "text": "hi"}); r.Status != 201 {
+		t.Errorf("a gated agent's send to alice: %d %s", r.Status, r.Raw)
+	}
+
+	// The console creates gated agent keys too, and shows their gating.
+	b := newBrowser(t)
+	b.signIn(td)
+	create := func(label, allowFrom, mention string) {
+		b.do("create a gated key "+label,
+			chromedp.Navigate(td.base+"/dashboard/keys"),
+			chromedp.SetValue(chromedp.CSS("#create-key input[name=label]"), label),
+			chromedp.Click(chromedp.CSS("#create-key input[name=agent]")),
+			chromedp.SetValue(chromedp.CSS("#create-key input[name=allow_from]"), allowFrom),
+			chromedp.SetValue(chromedp.CSS("#create-key input[name=group_mention]"), mention),
+			chromedp.Submit(chromedp.CSS("#create-key")),
+			chromedp.WaitVisible(chromedp.CSS("#new-key, .error")))
+	}
+	create("console-bot", bob+", "+carol, "(?i)@helper")
+	if row := b.text("the keys table", "main table"); !strings.Contains(row, "from "+bob+", "+carol) || !strings.Contains(row, "groups: (?i)@helper") {
+		t.Errorf("the keys page shows %q, want the new key's gating", row)
+	}
+	create("bad-bot", alice, "(unclosed")
+	if got := b.text("the error", ".error"); !strings.Contains(got, "group_mention") {
+		t.Errorf("a mention that is not a regexp: the page says %q", got)
+	}
+}

@@ -97,8 +97,8 @@ func TestKeysListAndRevoke(t *testing.T) {
 	// Revocation is immediate.
 	out := td.mustCLI("keys", "list")
 	fields := strings.Split(strings.TrimSpace(out), "\t")
-	if len(fields) != 7 || !strings.HasPrefix(fields[0], "key_") || fields[1] != "test" || fields[2] != "all" || fields[3] != "all" || fields[4] != "-" ||
-		fields[6] != "no" {
+	if len(fields) != 8 || !strings.HasPrefix(fields[0], "key_") || fields[1] != "test" || fields[2] != "all" || fields[3] != "all" || fields[4] != "-" ||
+		fields[6] != "no" || fields[7] != "none" {
 		t.Fatalf("keys list: %q", out)
 	}
 	if strings.Contains(out, key) || strings.Contains(out, strings.TrimPrefix(key, "sk_live_")) {

@@ -39,7 +39,7 @@ func TestCLIStatusAndJSON(t *testing.T) {
 	}
 	// The table, not on a terminal: the tab-separated line scripts read.
 	fields := strings.Split(strings.TrimSuffix(td.mustCLI("keys", "list"), "\n"), "\t")
-	if len(fields) != 7 || fields[0] != keys[0]["id"] || fields[4] != "ops@example.com" || fields[6] != "no" {
+	if len(fields) != 8 || fields[0] != keys[0]["id"] || fields[4] != "ops@example.com" || fields[6] != "no" || fields[7] != "none" {
 		t.Errorf("keys list: %q", fields)
 	}
 	var created map[string]any

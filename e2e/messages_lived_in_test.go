@@ -212,8 +212,14 @@ func TestMessagesLiveOrHistory(t *testing.T) {
 			caughtUp = append(caughtUp, guid)
 		}
 	})
-	for _, g := range caughtUp {
-		m.ev.next("message.received", guidIs(g))
+	for i, g := range caughtUp {
+		// Read more than ten minutes after it was sent: catch-up; the
+		// last one, six minutes old, is live.
+		want := map[bool]string{true: "catch_up", false: "live"}[i < 19]
+		if d := m.ev.next("message.received", guidIs(g)); d["arrival"] != want || d["filter"] != nil || d["sender_verified"] != true {
+			t.Errorf("row %d, read %d minutes late: arrival %v, filter %v, sender_verified %v; want %s, null, true",
+				i, 120-6*i, d["arrival"], d["filter"], d["sender_verified"], want)
+		}
 	}
 	for _, contact := range []string{dave, erin} {
 		var order []string
@@ -287,7 +293,7 @@ func TestMessagesFilters(t *testing.T) {
 	m.db.Insert(chatdbtest.Msg{Chat: junk, From: spammer, Text: "Your parcel is held, pay here"})
 	m.db.Insert(chatdbtest.Msg{Chat: codes, From: otp, Text: "Your code is 123456"})
 	m.db.Insert(chatdbtest.Msg{Chat: promos, From: promo, Text: "50% off today"})
-	m.live(unknown, stranger, "Hello, I found your shop online")
+	strangers := m.live(unknown, stranger, "Hello, I found your shop online")
 	testkit.Eventually(t, 10*time.Second, func() bool { return m.counted("screened_rows") == 4 })
 	if c := m.ev.counts(); c["message.received"] != 2 {
 		t.Fatalf("events %v: the filtered rows raised some", c)
@@ -318,9 +324,20 @@ func TestMessagesFilters(t *testing.T) {
 
 	// The owner marks the junk chat "not junk": its next message is news.
 	m.db.SetFilter(junk, 0, false, false)
-	m.live(junk, spammer, "Sorry, wrong number earlier")
+	wrong := m.live(junk, spammer, "Sorry, wrong number earlier")
 	if c := chat(spammer); c["filter"] != nil || c["has_received_inbound"] != true {
 		t.Errorf("chat out of junk: %v", c)
+	}
+	// Each event says its chat's filter, and an SMS sender is not verified.
+	for guid, want := range map[string]struct {
+		filter   any
+		verified bool
+	}{strangers: {"unknown_sender", true}, wrong: {nil, false}} {
+		for _, r := range m.all.Requests() {
+			if d := r.Data(); r.Event() == "message.received" && d["guid"] == guid && (d["filter"] != want.filter || d["sender_verified"] != want.verified) {
+				t.Errorf("the event of %q: filter %v, sender_verified %v; want %v, %v", d["text"], d["filter"], d["sender_verified"], want.filter, want.verified)
+			}
+		}
 	}
 	h := m.health()
 	if h["screened_rows"] != float64(4) {

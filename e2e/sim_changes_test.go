@@ -78,7 +78,9 @@ func TestSimChanges(t *testing.T) {
 	if edited["id"] != id || edited["text"] != "see you at 6" || !millisWithin(edited["edited_at"], before, time.Now()) || edited["unsent_at"] != nil {
 		t.Fatalf("sim edit printed %v", edited)
 	}
-	if d := ev.next("message.edited", guidIs(guid)); !reflect.DeepEqual(withoutLine(d), edited) || d["line_handle"] != mainLine {
+	// The event is the message as printed, with the line and what wakes an agent.
+	if d := ev.next("message.edited", guidIs(guid)); !reflect.DeepEqual(apitest.WithFields(withoutLine(d), "arrival", nil, "filter", nil, "sender_verified", nil), edited) ||
+		d["line_handle"] != mainLine || d["arrival"] != "live" || d["filter"] != nil || d["sender_verified"] != true {
 		t.Fatalf("message.edited %v, printed %v", d, edited)
 	}
 	again := td.simJSON("edit", "--line", mainLine, "--from", alice, "--message", guid, "--text", "see you at 7")

@@ -96,6 +96,7 @@ func New(opts Options) *mcp.Server {
 	s.AddReceivingMiddleware(checkBounds)
 	t.add(s)
 	t.addLines(s)
+	t.addApprovals(s)
 	return s
 }
 
@@ -178,11 +179,21 @@ type Outbox struct {
 	CreatedAt   int64   `json:"created_at" jsonschema:"Unix milliseconds"`
 	CompletedAt *int64  `json:"completed_at" jsonschema:"Unix milliseconds, when it was sent or failed"`
 	Replayed    bool    `json:"replayed,omitempty" jsonschema:"true when an earlier call with the same idempotency_key was answered and nothing was sent again"`
+	// Approval and ApprovalExpiresAt are a draft's (approvals.go).
+	Approval          string `json:"approval,omitempty" jsonschema:"waiting: a draft the line's owner must approve before it is sent (wait_for_outbox_item tells the outcome); approved, declined or expired once answered; absent when no approval was needed"`
+	ApprovalExpiresAt int64  `json:"approval_expires_at,omitempty" jsonschema:"Unix milliseconds, when a waiting draft expires"`
 }
 
 func outboxOf(item *api.OutboxItem, replayed bool) Outbox {
-	return Outbox{ID: item.ID, LineID: item.LineID, Status: item.Status, Error: item.Error, Attempts: item.Attempts,
+	out := Outbox{ID: item.ID, LineID: item.LineID, Status: item.Status, Error: item.Error, Attempts: item.Attempts,
 		MaxAttempts: item.MaxAttempts, CreatedAt: item.CreatedAt, CompletedAt: item.CompletedAt, Replayed: replayed}
+	if item.Approval != nil {
+		out.Approval = *item.Approval
+	}
+	if item.ApprovalExpiresAt != nil {
+		out.ApprovalExpiresAt = *item.ApprovalExpiresAt
+	}
+	return out
 }
 
 // Tool inputs and outputs.
@@ -248,13 +259,16 @@ type (
 	}
 
 	WaitInput struct {
-		Line           string `json:"line" jsonschema:"the line: its handle or ln_ ID"`
-		Chat           string `json:"chat,omitempty" jsonschema:"the chat: the contact's handle or a cht_ chat ID; omitted waits for any chat of the line"`
-		TimeoutSeconds *int   `json:"timeout_seconds,omitempty" jsonschema:"how long to wait for a message, in seconds; 0 does not wait: it answers at once with a message already there after the cursor, or timed_out"`
-		Cursor         string `json:"cursor,omitempty" jsonschema:"the cursor of the previous wait_for_message, or the wait_cursor of read_messages: the wait then starts where that call left off, so no message is missed in between; omitted starts now"`
+		Line            string `json:"line" jsonschema:"the line: its handle or ln_ ID"`
+		Chat            string `json:"chat,omitempty" jsonschema:"the chat: the contact's handle or a cht_ chat ID; omitted waits for any chat of the line"`
+		TimeoutSeconds  *int   `json:"timeout_seconds,omitempty" jsonschema:"how long to wait for a message, in seconds; 0 does not wait: it answers at once with a message already there after the cursor, or timed_out"`
+		Cursor          string `json:"cursor,omitempty" jsonschema:"the cursor of the previous wait_for_message, or the wait_cursor of read_messages: the wait then starts where that call left off, so no message is missed in between; omitted starts now"`
+		IncludeCatchUp  bool   `json:"include_catch_up,omitempty" jsonschema:"also return messages Blueline read late (the daemon was down, the Mac offline); by default only live ones"`
+		IncludeFiltered bool   `json:"include_filtered,omitempty" jsonschema:"also return messages of chats Messages files under a filter (unknown senders); by default only known senders'"`
 	}
 	WaitOutput struct {
 		Message  *Message `json:"message,omitempty" jsonschema:"the contact's new message; absent when the wait timed out"`
+		Arrival  string   `json:"arrival,omitempty" jsonschema:"live, or catch_up for a message read or handed over late"`
 		TimedOut bool     `json:"timed_out" jsonschema:"true when no message came in time"`
 		Cursor   string   `json:"cursor" jsonschema:"pass to the next wait_for_message"`
 	}
@@ -269,6 +283,7 @@ var bounded = map[string]map[string]intRange{
 	"list_chats":            {"limit": {1, maxLimit, defaultLimit}},
 	"read_messages":         {"limit": {1, maxLimit, defaultLimit}},
 	"wait_for_message":      {"timeout_seconds": {0, MaxWaitSeconds, DefaultWaitSeconds}},
+	"wait_for_outbox_item":  {"timeout_seconds": {0, MaxWaitSeconds, DefaultWaitSeconds}},
 	"wait_for_self_message": {"timeout_seconds": {0, MaxWaitSeconds, DefaultWaitSeconds}},
 }
 
@@ -350,7 +365,9 @@ func (t *tools) add(s *mcp.Server) {
 			"Pass wait_cursor to wait_for_message to be told of anything arriving after this read."}, t.readMessages)
 	mcp.AddTool(s, &mcp.Tool{Name: "send_message", Annotations: writes(),
 		Description: "Send a text message (optionally one attachment, optionally as a reply) from a line. " +
-			"The answer is an outbox item, pending: delivery is asynchronous (get_outbox_item tells when it is sent). " + r}, t.sendMessage)
+			"The answer is an outbox item, pending: delivery is asynchronous (get_outbox_item tells when it is sent). " +
+			"On a line or key that requires the owner's approval, the answer says approval: waiting: a draft, not sent until the owner approves it " +
+			"(wait_for_outbox_item tells the outcome). " + r}, t.sendMessage)
 	mcp.AddTool(s, &mcp.Tool{Name: "react", Annotations: writes(),
 		InputSchema: inputSchema[ReactInput]("react", func(p map[string]*jsonschema.Schema) {
 			p["type"].AnyOf = []*jsonschema.Schema{
@@ -372,7 +389,8 @@ func (t *tools) add(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{Name: "wait_for_message", Annotations: readOnly(),
 		InputSchema: inputSchema[WaitInput]("wait_for_message", nil),
 		Description: "Wait for the next message a contact writes in a chat (or in any chat of the line), up to timeout_seconds (0: do not wait, only check). " +
-			"Only messages contacts wrote are returned, never the line's own. Pass the cursor of the previous call " +
+			"Only messages contacts wrote are returned, never the line's own; by default only live ones of known senders " +
+			"(include_catch_up, include_filtered for more). Pass the cursor of the previous call " +
 			"(or read_messages' wait_cursor) so nothing that arrived between calls is missed. On timed_out, wait again or stop; " +
 			"answering is up to you, once per message. Needs a key with the webhooks:read and messages:read scopes (it follows the API's event stream, one of the key's few streams while it waits)."}, t.wait)
 	t.addSelfChat(s)
@@ -457,7 +475,9 @@ func (t *tools) sendMessage(ctx context.Context, req *mcp.CallToolRequest, in Se
 	if err != nil {
 		return nil, Outbox{}, apiError(err)
 	}
-	return nil, outboxOf(&item.OutboxItem, item.Replayed), nil
+	out := outboxOf(&item.OutboxItem, item.Replayed)
+	res, err := waitingNote(out)
+	return res, out, err
 }
 
 func (t *tools) react(ctx context.Context, req *mcp.CallToolRequest, in ReactInput) (*mcp.CallToolResult, Outbox, error) {

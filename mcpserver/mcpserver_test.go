@@ -143,7 +143,8 @@ func text(res *mcp.CallToolResult) string {
 	return b.String()
 }
 
-var toolNames = []string{"get_outbox_item", "list_chats", "list_lines", "mark_read", "react", "read_messages", "send_message", "set_typing", "wait_for_message", "wait_for_self_message"}
+var toolNames = []string{"get_outbox_item", "list_chats", "list_lines", "mark_read", "react", "read_messages", "send_message", "set_typing",
+	"wait_for_message", "wait_for_outbox_item", "wait_for_self_message"}
 
 // TestConversation holds a conversation over both transports: the agent
 // lists tools and lines, reads the chat the contact opened, replies, and
@@ -462,6 +463,43 @@ func TestAttachmentURLFailures(t *testing.T) {
 		msg := toolError(t, agent, "send_message", map[string]any{"line": mainLine, "to": alice, "attachment": url})
 		if !strings.HasPrefix(msg, "attachment: the URL could not be fetched: "+want) || strings.Contains(msg, "127.0.0.1") {
 			t.Errorf("%s: %q, want the reason %q and no address", url, msg, want)
+		}
+	}
+}
+
+// wait_for_message wakes on live messages of known senders, whatever the
+// key, unless it asks for catch-up news and filtered chats too.
+func TestWaitWakesOnLiveKnownSenders(t *testing.T) {
+	td := startDaemon(t)
+	cs := td.stdioAgent(mcpserver.Options{})
+	sim := func(req api.SimInbound) api.Message {
+		t.Helper()
+		req.Line = mainLine
+		var m api.Message
+		if err := td.Admin().Do(t.Context(), http.MethodPost, "/sim/inbound", req, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	td.Inbound(mainLine, alice, "hello")
+	read := call[mcpserver.ReadMessagesOutput](t, cs, "read_messages", map[string]any{"line": mainLine, "chat": alice})
+	late := sim(api.SimInbound{From: alice, Text: "sent while Blueline was down", Late: "2h"})
+	stranger := sim(api.SimInbound{From: bob, Text: "who is this?", UnknownSender: true})
+	live := td.Inbound(mainLine, alice, "anyone there?")
+
+	for _, c := range []struct {
+		args    map[string]any
+		want    string
+		arrival string
+	}{
+		{map[string]any{}, live.ID, api.ArrivalLive},
+		{map[string]any{"include_catch_up": true}, late.ID, api.ArrivalCatchUp},
+		{map[string]any{"include_filtered": true}, stranger.ID, api.ArrivalLive},
+	} {
+		c.args["line"], c.args["timeout_seconds"], c.args["cursor"] = mainLine, 10, read.WaitCursor
+		w := call[mcpserver.WaitOutput](t, cs, "wait_for_message", c.args)
+		if w.Message == nil || w.Message.ID != c.want || w.Arrival != c.arrival {
+			t.Errorf("wait %v: %+v (%s), want %s (%s)", c.args, w.Message, w.Arrival, c.want, c.arrival)
 		}
 	}
 }

@@ -125,7 +125,13 @@ func (t *tools) waitFor(ctx context.Context, req *mcp.CallToolRequest, in WaitIn
 			}
 		}()
 	}
-	params := client.EventStreamParams{Events: []string{kind.event}, Lines: []string{in.Line}}
+	// Live messages of known senders only, unless asked for more, whatever
+	// the key: what wakes an agent.
+	params := client.EventStreamParams{Events: []string{kind.event}, Lines: []string{in.Line},
+		Arrival: []string{api.ArrivalLive}, IncludeFiltered: &in.IncludeFiltered}
+	if in.IncludeCatchUp {
+		params.Arrival = append(params.Arrival, api.ArrivalCatchUp)
+	}
 	if start.After > 0 {
 		params.After = start.After
 	} else {
@@ -162,7 +168,7 @@ func (t *tools) waitFor(ctx context.Context, req *mcp.CallToolRequest, in WaitIn
 			chatID = m.ChatID
 		}
 		msg := m.Message
-		return nil, WaitOutput{Message: &msg, Cursor: next.String()}, nil
+		return nil, WaitOutput{Message: &msg, Arrival: m.Arrival, Cursor: next.String()}, nil
 	}
 	if t.done() {
 		return nil, WaitOutput{}, fmt.Errorf("%w; call %s again with cursor %q once it is back", ErrShuttingDown, kind.tool, next.String())

@@ -39,6 +39,7 @@ type Metrics struct {
 	sends           *prometheus.CounterVec
 	bridgeSend      *prometheus.HistogramVec
 	webhookAttempts *prometheus.CounterVec
+	latency         *latencies
 }
 
 // New returns the metrics, with the queue and file figures read from db at
@@ -80,8 +81,17 @@ func New(db *storage.DB, log *slog.Logger) *Metrics {
 	for _, o := range []string{Success, Failure} {
 		m.webhookAttempts.WithLabelValues(o)
 	}
+	m.latency = newLatencies(time.Now, func(lineID string) (string, bool) {
+		l, ok := db.LineByID(lineID)
+		return l.Handle, ok
+	})
+	// Each line's histograms are listed from the start, empty.
+	for _, l := range db.Lines() {
+		m.latency.line(l.ID)
+	}
 	m.reg.MustRegister(m.requests, m.duration, m.sends, m.bridgeSend, m.webhookAttempts, &storageCollector{db: db},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(m.latency.collectors()...)
 	return m
 }
 
@@ -110,6 +120,14 @@ func (m *Metrics) BridgeSend(bridge string, d time.Duration) {
 
 // WebhookAttempt counts a webhook attempt's outcome (Success or Failure).
 func (m *Metrics) WebhookAttempt(outcome string) { m.webhookAttempts.WithLabelValues(outcome).Inc() }
+
+// Latency records how long a stage of a line's traffic took (AcceptToSent,
+// RowToWebhook or SentToDelivered), for the stage's histogram and the
+// line's last day. A line not served is not counted.
+func (m *Metrics) Latency(lineID, stage string, d time.Duration) { m.latency.observe(lineID, stage, d) }
+
+// LineLatency is a line's quantiles of each stage over the last day.
+func (m *Metrics) LineLatency(lineID string) DayLatency { return m.latency.day(lineID) }
 
 // storageCollector reads the queues and the database file at scrape time.
 type storageCollector struct {

@@ -20,7 +20,7 @@ import (
 
 var ctx = context.Background()
 
-func open(t *testing.T) (*storage.DB, storage.Line, *metrics.Metrics) {
+func open(t testing.TB) (*storage.DB, storage.Line, *metrics.Metrics) {
 	t.Helper()
 	db, err := storage.Open(t.TempDir())
 	if err != nil {
@@ -219,4 +219,63 @@ func TestCountLines(t *testing.T) {
 	want(t, s, `blueline_messages_history_rows_total{line="+15550000001"}`, 9)
 	want(t, s, `blueline_messages_screened_rows_total{line="me@example.com"}`, 4)
 	want(t, s, `blueline_messages_twins_suppressed_total{line="me@example.com"}`, 0)
+}
+
+// Each stage is a histogram by line, each served line listed from the
+// start; the line's last day gives the same counts.
+func TestLatency(t *testing.T) {
+	_, line, m := open(t)
+	s := scrape(t, m)
+	for _, stage := range metrics.Stages {
+		want(t, s, `blueline_latency_`+stage+`_seconds_count{line="+15550000001"}`, 0)
+	}
+	m.Latency(line.ID, metrics.AcceptToSent, 300*time.Millisecond)
+	m.Latency(line.ID, metrics.AcceptToSent, 2*time.Second)
+	m.Latency(line.ID, metrics.RowToWebhook, 40*time.Millisecond)
+	m.Latency(line.ID, metrics.SentToDelivered, 2*time.Hour)
+	m.Latency("ln_not_served", metrics.AcceptToSent, time.Second)
+
+	s = scrape(t, m)
+	want(t, s, `blueline_latency_accept_to_sent_seconds_count{line="+15550000001"}`, 2)
+	want(t, s, `blueline_latency_accept_to_sent_seconds_bucket{line="+15550000001",le="0.25"}`, 0)
+	want(t, s, `blueline_latency_accept_to_sent_seconds_bucket{line="+15550000001",le="0.5"}`, 1)
+	want(t, s, `blueline_latency_accept_to_sent_seconds_bucket{line="+15550000001",le="2.5"}`, 2)
+	want(t, s, `blueline_latency_row_to_webhook_seconds_bucket{line="+15550000001",le="0.05"}`, 1)
+	want(t, s, `blueline_latency_sent_to_delivered_seconds_bucket{line="+15550000001",le="3600"}`, 0)
+	want(t, s, `blueline_latency_sent_to_delivered_seconds_bucket{line="+15550000001",le="14400"}`, 1)
+	if sum := s[`blueline_latency_accept_to_sent_seconds_sum{line="+15550000001"}`]; math.Abs(sum-2.3) > 1e-9 {
+		t.Errorf("accept to sent sum %v, want 2.3", sum)
+	}
+	for k := range s {
+		if strings.Contains(k, "ln_not_served") {
+			t.Errorf("a line not served is counted: %s", k)
+		}
+	}
+
+	d := m.LineLatency(line.ID)
+	if q := d.Stages[metrics.AcceptToSent]; q.Count != 2 || q.P50 < 280*time.Millisecond || q.P50 > 320*time.Millisecond || q.P99 < 1900*time.Millisecond || q.P99 > 2100*time.Millisecond {
+		t.Errorf("accept to sent over the day: %+v", q)
+	}
+	if q := d.Stages[metrics.SentToDelivered]; q.Count != 1 {
+		t.Errorf("sent to delivered over the day: %+v", q)
+	}
+}
+
+// Recording is a map read, a lock and two counts: cheap on the paths that
+// call it (a sent message, a webhook's answer, a delivered receipt).
+func BenchmarkLatency(b *testing.B) {
+	_, line, m := open(b)
+	id := line.ID
+	b.Run("serial", func(b *testing.B) {
+		for b.Loop() {
+			m.Latency(id, metrics.AcceptToSent, 1234*time.Millisecond)
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				m.Latency(id, metrics.RowToWebhook, 80*time.Millisecond)
+			}
+		})
+	})
 }

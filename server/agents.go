@@ -23,13 +23,13 @@ const (
 )
 
 // agentCheck is what storage checks an agent key's write to chat chatID
-// against (rule 9); nil for other keys, which neither takeovers nor leases
-// hold back.
+// ("" for a new group) against (rules 10 and 11); nil for other keys,
+// which neither takeovers, leases nor sender gating hold back.
 func agentCheck(key storage.Key, chatID string, now time.Time) *storage.AgentCheck {
-	if !key.Agent || chatID == "" {
+	if !key.Agent {
 		return nil
 	}
-	return &storage.AgentCheck{KeyID: key.ID, ChatID: chatID, Now: now.UnixMilli()}
+	return &storage.AgentCheck{KeyID: key.ID, ChatID: chatID, Now: now.UnixMilli(), Gate: key.Gate}
 }
 
 // humanActive is the answer to an agent's write to a chat the owner took

@@ -15,6 +15,11 @@ func (s *Server) toAPILine(l storage.Line) api.Line {
 	if s.opts.LineHealth != nil {
 		out.Health = s.opts.LineHealth(l)
 	}
+	if s.opts.LineLatency != nil {
+		out.Latency = s.opts.LineLatency(l)
+	} else {
+		out.Latency.Since = s.now().UnixMilli()
+	}
 	return out
 }
 
@@ -68,6 +73,7 @@ func toAPIOutboxItem(o storage.OutboxItem, requestID string) api.OutboxItem {
 		out.CompletedAt = &o.CompletedAt
 	}
 	out.SendAt = nonZero(o.SendAt)
+	out.Approval, out.ApprovalExpiresAt, out.ApprovalBy = nonEmpty(o.Approval), nonZero(o.ApprovalExpiresAt), nonEmpty(o.ApprovalBy)
 	return out
 }
 

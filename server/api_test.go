@@ -45,6 +45,7 @@ type apiEnv struct {
 	lines map[string]storage.Line // by handle
 	// handler is the API's handler, for requests made in process.
 	handler http.Handler
+	srv     *server.Server
 }
 
 // defaultOptions are the daemon's limits by default, with the test
@@ -86,7 +87,7 @@ func newAPI(t testing.TB, opts server.Options) *apiEnv {
 	ts.Config.Handler = srv.Handler()
 	ts.Start()
 	t.Cleanup(ts.Close)
-	env := &apiEnv{t: t, db: db, recv: recv, base: ts.URL, lines: map[string]storage.Line{}, handler: ts.Config.Handler}
+	env := &apiEnv{t: t, db: db, recv: recv, base: ts.URL, lines: map[string]storage.Line{}, handler: ts.Config.Handler, srv: srv}
 	for _, l := range lines {
 		env.lines[l.Handle] = l
 	}
@@ -100,6 +101,11 @@ type keyOpts struct {
 	Owner  string
 	Label  string // "test" when empty
 	Agent  bool
+	// ApprovalRequired makes the agent's messages wait for approval,
+	// except to ApprovalExcept.
+	ApprovalRequired bool
+	ApprovalExcept   []string
+	Gate             storage.Gate
 }
 
 // key stores an API key as `blueline keys create` does and returns its secret.
@@ -119,8 +125,8 @@ func (e *apiEnv) key(o keyOpts) string {
 	if label == "" {
 		label = "test"
 	}
-	k := storage.Key{ID: storage.NewID("key_"), Label: label, Scopes: scopes, LineIDs: ids, Owner: o.Owner, Agent: o.Agent, Hash: sum[:],
-		CreatedAt: time.Now().UnixMilli()}
+	k := storage.Key{ID: storage.NewID("key_"), Label: label, Scopes: scopes, LineIDs: ids, Owner: o.Owner, Agent: o.Agent, Gate: o.Gate, Hash: sum[:],
+		CreatedAt: time.Now().UnixMilli(), ApprovalRequired: o.ApprovalRequired, ApprovalExcept: o.ApprovalExcept}
 	if err := e.db.CreateKey(context.Background(), k); err != nil {
 		e.t.Fatal(err)
 	}

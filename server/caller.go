@@ -57,13 +57,16 @@ func (u *keyUse) touch(ctx context.Context, k storage.Key, now time.Time) {
 	go u.db.TouchKey(context.WithoutCancel(ctx), k.ID, now.UnixMilli())
 }
 
+// hostKeyID is the ID of the key the admin socket's requests act as.
+const hostKeyID = "host"
+
 // AsHost is api (the API's handler: Handler, or in a fleet the routed
 // one) for the admin socket: each request acts as a key with every scope
 // and every line, with the owner api.OwnerHeader names (none by default).
 // Only the daemon's user reaches the socket (package adminsock).
 func AsHost(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		k := storage.Key{ID: "host", Label: "admin socket", Scopes: api.Scopes, Owner: strings.TrimSpace(r.Header.Get(api.OwnerHeader))}
+		k := storage.Key{ID: hostKeyID, Label: "admin socket", Scopes: api.Scopes, Owner: strings.TrimSpace(r.Header.Get(api.OwnerHeader))}
 		h.ServeHTTP(w, r.WithContext(WithCaller(r.Context(), k)))
 	})
 }

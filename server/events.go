@@ -66,6 +66,10 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	wake, err := streamWake(key, q)
+	if err != nil {
+		return err
+	}
 	lines := map[string]storage.Line{}
 	// Without ?line=, every line the key may use, including, in a fleet,
 	// the lines of other nodes, known by their events.
@@ -119,6 +123,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	tick := time.NewTicker(streamKeepAlive)
 	defer tick.Stop()
 	visible := map[string]bool{} // chat ID → whether the key may see its events
+	chats := map[string]*storage.Chat{}
 	for {
 		changed := s.eventLog().EventsChanged()
 		batch, err := s.eventLog().Events(ctx, after, maxStreamBatch)
@@ -148,6 +153,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 					continue
 				}
 			} else if ok, err := s.chatVisible(r, line, e.ChatID, visible); err != nil || !ok {
+				continue
+			}
+			if !wake.Wakes(e.Name, e.EventSubject, s.streamChat(ctx, wake, e, chats)) {
 				continue
 			}
 			body, err := s.streamEventBody(e, line)
@@ -306,10 +314,28 @@ func (s *Server) chatVisible(r *http.Request, line storage.Line, chatID string, 
 	return ok, err
 }
 
+// streamChat is the chat of an event, for a stream whose wake gates by
+// sender (nil otherwise, and for a chat not stored here): remembered per
+// stream, as a chat's contact and whether it is a group never change.
+func (s *Server) streamChat(ctx context.Context, wake storage.Wake, e storage.Event, chats map[string]*storage.Chat) *storage.Chat {
+	if wake.Gate.IsZero() || e.ChatID == "" {
+		return nil
+	}
+	if c, ok := chats[e.ChatID]; ok {
+		return c
+	}
+	var found *storage.Chat
+	if c, err := s.db.ChatByID(ctx, e.ChatID); err == nil {
+		found = &c
+	}
+	chats[e.ChatID] = found
+	return found
+}
+
 // streamEventBody is the data of an event of the stream: the body a
 // webhook would get.
 func (s *Server) streamEventBody(e storage.Event, line storage.Line) ([]byte, error) {
-	data, err := s.EventData(storage.Delivery{ID: e.ID, LineID: e.LineID, ChatID: e.ChatID, Event: e.Name, EventSubject: e.EventSubject}, line.Handle)
+	data, err := s.EventData(storage.Delivery{ID: e.ID, LineID: e.LineID, ChatID: e.ChatID, Event: e.Name, EventSubject: e.EventSubject, CreatedAt: e.At}, line.Handle)
 	if err != nil {
 		return nil, err
 	}

@@ -237,6 +237,9 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, idem string, li
 		req.EditLimit = maxEdits
 	}
 	req.Agent = agentCheck(apiKey(ctx), item.ChatID, now)
+	if req.Approval, err = s.approvalCheck(ctx, apiKey(ctx), line, item, now); err != nil {
+		return err
+	}
 	stored, replayed, err := s.db.Enqueue(ctx, req)
 	err = agentRefusal(err, item.ChatID, now)
 	var guardErr *storage.GuardError

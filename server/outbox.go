@@ -18,18 +18,25 @@ func (s *Server) getOutboxItem(w http.ResponseWriter, r *http.Request) error {
 	if !storage.IDShaped(id, "obx_") {
 		return httpapi.Invalid("id", "id must be an outbox item ID (obx_…).")
 	}
-	item, err := s.db.OutboxItemByID(r.Context(), id)
-	if err == nil {
-		err = s.hideOutboxItem(r.Context(), item)
-	}
-	if errors.Is(err, storage.ErrNotFound) {
-		return httpapi.NotFound("outbox_item_not_found", "id", "No outbox item %s.", id)
-	}
+	item, err := s.visibleOutboxItem(r.Context(), id)
 	if err != nil {
 		return err
 	}
 	httpapi.WriteJSON(w, http.StatusOK, toAPIOutboxItem(item, httpapi.RequestID(r.Context())))
 	return nil
+}
+
+// visibleOutboxItem is outbox item id, or 404 outbox_item_not_found when
+// there is none the request's key may see.
+func (s *Server) visibleOutboxItem(ctx context.Context, id string) (storage.OutboxItem, error) {
+	item, err := s.db.OutboxItemByID(ctx, id)
+	if err == nil {
+		err = s.hideOutboxItem(ctx, item)
+	}
+	if errors.Is(err, storage.ErrNotFound) {
+		return item, httpapi.NotFound("outbox_item_not_found", "id", "No outbox item %s.", id)
+	}
+	return item, err
 }
 
 // hideOutboxItem is storage.ErrNotFound for an item the request's key may

@@ -25,6 +25,11 @@ func (s *Server) routes(r patternRouter) {
 	r.POST("/v1/groups/leave", s.api("messages:write", s.leaveGroup))
 	r.GET("/v1/availability", s.api("messages:read", s.getAvailability))
 	r.POST("/v1/outbox/cancel", s.api("messages:write", s.cancelOutboxItem))
+	// Agent keys' drafts waiting for the owner's approval, and the owner's
+	// answer.
+	r.GET("/v1/outbox/waiting", s.api("outbox:read", s.listWaiting))
+	r.POST("/v1/outbox/approve", s.api("messages:write", s.approveOutboxItem))
+	r.POST("/v1/outbox/decline", s.api("messages:write", s.declineOutboxItem))
 	// A line's blocked contacts, as JSON pages or CSV: read with the chats,
 	// changed with what the line sends.
 	r.GET("/v1/contacts/blocked", s.api("chats:read", s.listBlocked))

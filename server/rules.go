@@ -74,6 +74,30 @@ import (
 //     After the idempotency check, so that a replay of a write accepted
 //     before still answers with its item. Keys that are not agents' and
 //     the console are never held back: the owner always overrides.
+// 11. Approval (approvalCheck, storage.Enqueue): an agent key's message
+//     (text, audio message, voice note, edit, a new group's first
+//     message) waits for the owner's approval when the key or the line
+//     requires it (unless every contact of the chat is on that one's
+//     approval_except list), and, on a line with takeover = "hold",
+//     instead of rule 10's 409 human_active. It is stored pending with
+//     approval "waiting" and kept out of the due queue, in the
+//     transaction that stores it: delivery cannot claim it, and a restart
+//     leaves it waiting. Approving puts it in the due queue, declining or
+//     expiring fails it, each in one transaction that first checks it
+//     still waits (and has not expired against the clock), so a draft is
+//     answered once. The settings are fixed for the key's or the line's
+//     life, so reading them before the transaction is safe; whether the
+//     owner holds the chat is rule 10's, decided inside it.
+// 12. Sender gating (agentCheck, storage.Enqueue): an agent key with an
+//     allow-list (allow_from) writes only to the contacts on it: 403
+//     contact_not_allowed for a one-to-one chat with another contact, a
+//     new group with one among its members, or adding one to a group. A
+//     message to an existing group passes when every member is on the
+//     list, or when the key has a group_mention (it answers mentions
+//     there); an unsend always passes. The list is fixed for the key's
+//     life; a chat's contact never changes, and a group's members are
+//     read in the transaction that stores the item, so a member added
+//     meanwhile is either seen or added after the write.
 
 // conversation resolves the line and recipient of a write and applies
 // rules 3 to 6.
@@ -116,8 +140,12 @@ func (s *Server) everyMemberWrote(ctx context.Context, line storage.Line, member
 	return true, nil
 }
 
-// refusedContact is the 403 of rule 9.
+// refusedContact is the 403 of rules 9 and 12.
 func refusedContact(e *storage.ContactError, line storage.Line) error {
+	if errors.Is(e, storage.ErrContactNotAllowed) {
+		return httpapi.Forbidden("contact_not_allowed",
+			"This agent key may write only to the contacts it allows (its allow_from), and %s is not one of them.", e.Handle)
+	}
 	if errors.Is(e, storage.ErrContactBlocked) {
 		return httpapi.Forbidden("contact_blocked",
 			"%s is blocked on line %s: remove it from the blocked list (DELETE /v1/contacts/blocked/{handle}) to write to it.", e.Handle, line.Handle)

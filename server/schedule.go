@@ -55,16 +55,11 @@ func (s *Server) cancelOutboxItem(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	ctx := r.Context()
-	item, err := s.db.OutboxItemByID(ctx, id)
-	if err == nil {
-		err = s.hideOutboxItem(ctx, item)
+	if _, err := s.visibleOutboxItem(ctx, id); err != nil {
+		return err
 	}
-	if err == nil {
-		item, err = s.db.CancelOutbox(ctx, id)
-	}
+	item, err := s.db.CancelOutbox(ctx, id)
 	switch {
-	case errors.Is(err, storage.ErrNotFound):
-		return httpapi.NotFound("outbox_item_not_found", "id", "No outbox item %s.", id)
 	case errors.Is(err, storage.ErrNotPending):
 		state := map[string]string{storage.StatusClaimed: "claimed (being sent)", storage.StatusSent: "sent",
 			storage.StatusFailed: "failed"}[item.Status]

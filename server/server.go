@@ -40,6 +40,9 @@ type Options struct {
 	// LineHealth is what a line's bridge has seen of its network (a
 	// Messages line's chat.db); nil, or a nil answer, gives none.
 	LineHealth func(storage.Line) *api.LineHealth
+	// LineLatency is a line's latency over the last day; nil gives
+	// nothing timed since the server's clock's now.
+	LineLatency func(storage.Line) api.LineLatency
 	// Availability asks a line's network whether a handle is reachable on
 	// iMessage (GET /v1/availability); nil answers every handle as
 	// reachable.

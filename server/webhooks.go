@@ -12,14 +12,15 @@ import (
 
 	"github.com/blueline-app/blueline/httpapi"
 
+	"github.com/blueline-app/blueline/bridge"
 	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/storage"
 	"github.com/blueline-app/blueline/webhook"
 )
 
 func toAPIWebhook(w storage.Webhook, requestID string) api.Webhook {
-	return api.Webhook{ID: w.ID, LineIDs: w.LineIDs, URL: w.URL, Events: w.Events, Secret: w.Secret,
-		IsActive: w.IsActive, CreatedAt: w.CreatedAt, RequestID: requestID}
+	return api.Webhook{ID: w.ID, LineIDs: w.LineIDs, URL: w.URL, Events: w.Events, Arrival: wakeArrivals(w.Wake),
+		IncludeFiltered: !w.SkipFiltered, Secret: w.Secret, IsActive: w.IsActive, CreatedAt: w.CreatedAt, RequestID: requestID}
 }
 
 // undelivered are events the reference lists but does not deliver.
@@ -65,6 +66,10 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 			subscribed = append(subscribed, e)
 		}
 	}
+	wake, err := webhookWake(apiKey(r.Context()), b)
+	if err != nil {
+		return err
+	}
 	lines, err := s.webhookLines(r, *from)
 	if err != nil {
 		return err
@@ -78,7 +83,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	}
 	handles := make([]string, len(lines))
 	hook := storage.Webhook{ID: storage.NewID("wh_"), Owner: apiKey(r.Context()).Owner, URL: u.String(), Events: subscribed,
-		Secret: "whsec_" + randomBase62(40), IsActive: true, CreatedAt: time.Now().UnixMilli()}
+		Secret: "whsec_" + randomBase62(40), IsActive: true, CreatedAt: time.Now().UnixMilli(), Wake: wake}
 	for i, line := range lines {
 		existing, err := s.lineWebhooks(r.Context(), line)
 		if err != nil {
@@ -209,7 +214,8 @@ func (s *Server) EventData(d storage.Delivery, lineHandle string) (json.RawMessa
 	var data any
 	switch {
 	case d.Message != nil:
-		data = api.MessageEventData{Message: s.toAPIMessage(*d.Message), LineHandle: lineHandle}
+		data = api.MessageEventData{Message: s.toAPIMessage(*d.Message), LineHandle: lineHandle, Arrival: s.arrival(d),
+			Filter: nonEmpty(d.ChatFilter), SenderVerified: d.Message.IsFromMe || d.Message.Service == "imessage"}
 	case d.Reaction != nil:
 		data = api.ReactionEventData{Reaction: toAPIReaction(*d.Reaction), LineHandle: lineHandle}
 	case d.Receipt != nil:
@@ -228,6 +234,17 @@ func (s *Server) EventData(d storage.Delivery, lineHandle string) (json.RawMessa
 		return nil, fmt.Errorf("delivery %s carries no event", d.ID)
 	}
 	return json.Marshal(data)
+}
+
+// arrival is a message event's arrival as its receiver gets it: catch-up
+// when the message was read late, or when this hand-over comes more than
+// bridge.LiveAge after the event was recorded (a webhook retried while its
+// receiver was down, a stream resumed late).
+func (s *Server) arrival(d storage.Delivery) string {
+	if s.now().Sub(time.UnixMilli(d.CreatedAt)) > bridge.LiveAge {
+		return api.ArrivalCatchUp
+	}
+	return d.RecordedArrival()
 }
 
 // toChatEventData is a chat.updated event's data; `blueline sim group`

@@ -68,20 +68,25 @@ func (e *ErrChatLeased) Error() string {
 	return fmt.Sprintf("chat leased by key %s until %d", e.Lease.KeyID, e.Lease.ExpiresAt)
 }
 
-// AgentCheck is what an agent key's write to a chat must pass, checked in
-// the transaction that stores the write: the owner has not taken the chat
-// over, and no other key holds its lease, at Now (Unix ms).
+// AgentCheck is what an agent key's write must pass, checked in the
+// transaction that stores the write: the owner has not taken its chat
+// over, and no other key holds its lease, at Now (Unix ms); and the key's
+// Gate allows its recipients.
 type AgentCheck struct {
 	KeyID  string
-	ChatID string
+	ChatID string // "" for a write that makes a chat (a new group)
 	Now    int64
+	Gate   Gate
 }
 
-// checkAgent refuses an agent's write (an *ErrHumanActive or an
-// *ErrChatLeased).
-func checkAgent(tx *bolt.Tx, c *AgentCheck) error {
+// checkAgent refuses an agent's write of item (an *ErrHumanActive, an
+// *ErrChatLeased or a *ContactError).
+func checkAgent(tx *bolt.Tx, c *AgentCheck, item OutboxItem) error {
 	if c == nil {
 		return nil
+	}
+	if err := c.Gate.refuse(tx, item); err != nil || c.ChatID == "" {
+		return err
 	}
 	var h Handoff
 	err := getJSON(tx.Bucket(bktHandoffs), []byte(c.ChatID), &h)

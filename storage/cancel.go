@@ -6,6 +6,8 @@ import (
 	"errors"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/blueline-app/blueline/client/api"
 )
 
 // ErrNotPending is CancelOutbox's answer for an item that is no longer
@@ -31,23 +33,40 @@ func (db *DB) CancelOutbox(ctx context.Context, id string) (OutboxItem, error) {
 		if item.Status != StatusPending {
 			return ErrNotPending
 		}
-		now := nowMillis()
-		if err := unscheduleDue(tx, id, item.NextAttemptAt); err != nil {
-			return err
-		}
-		if err := guardUncount(tx, item, now); err != nil {
-			return err
-		}
-		if item.Kind == KindEdit {
-			// A cancelled edit is not one of the message's edits.
-			if err := countEdit(tx, item.TargetMessageID, 0, -1); err != nil && !errors.Is(err, ErrNotFound) {
+		if item.Approval == api.ApprovalWaiting {
+			// A draft cancelled before the owner answered: it is not
+			// waiting any more, and was not approved.
+			if err := tx.Bucket(bktApprovals).Delete(approvalKey(item)); err != nil {
 				return err
 			}
+			tx.OnCommit(db.approvals.broadcast)
+			item.Approval = api.ApprovalDeclined
 		}
-		item.Status, item.Error, item.CompletedAt = StatusFailed, Canceled, now
+		if err := abandonPending(tx, &item, Canceled, nowMillis()); err != nil {
+			return err
+		}
 		return putJSON(outbox, []byte(id), item)
 	})
 	return item, err
+}
+
+// abandonPending makes a pending item failed with reason before it reached
+// the network: off the due queue, uncounted by the guard and, for an edit,
+// from its message's edits. The caller stores it.
+func abandonPending(tx *bolt.Tx, item *OutboxItem, reason string, now int64) error {
+	if err := unscheduleDue(tx, item.ID, item.NextAttemptAt); err != nil {
+		return err
+	}
+	if err := guardUncount(tx, *item, now); err != nil {
+		return err
+	}
+	if item.Kind == KindEdit {
+		if err := countEdit(tx, item.TargetMessageID, 0, -1); err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+	}
+	item.Status, item.Error, item.CompletedAt = StatusFailed, reason, now
+	return nil
 }
 
 // unscheduleDue removes an item's entry from the due queue, where it was

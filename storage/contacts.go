@@ -81,22 +81,9 @@ func refuseContacts(tx *bolt.Tx, item OutboxItem) error {
 	if !anyOf(tx, bktBlocked, item.LineID) && !anyOf(tx, bktOptOuts, item.LineID) {
 		return nil
 	}
-	var contacts []string
-	switch {
-	case item.Kind == KindUnsend:
-		return nil
-	case item.Kind == KindGroupCreate:
-		contacts = item.Participants
-	case item.Kind == KindGroupChange && item.GroupAction == bridge.ChatParticipantAdded:
-		contacts = []string{item.Participant}
-	case item.ChatID != "":
-		var c Chat
-		if err := getJSON(tx.Bucket(bktChats), []byte(item.ChatID), &c); err != nil {
-			return fmt.Errorf("chat %s: %w", item.ChatID, err)
-		}
-		if !c.IsGroup {
-			contacts = []string{c.Identifier}
-		}
+	contacts, _, err := recipients(tx, item)
+	if err != nil {
+		return err
 	}
 	for _, h := range contacts {
 		key := contactKey(item.LineID, h)
@@ -108,6 +95,31 @@ func refuseContacts(tx *bolt.Tx, item OutboxItem) error {
 		}
 	}
 	return nil
+}
+
+// recipients are the contacts a write reaches whom Enqueue's rules weigh:
+// the contact of a one-to-one chat, the members of a new group, a member
+// added to a group; and group, the existing group it writes to (nil
+// otherwise). An unsend reaches no one.
+func recipients(tx *bolt.Tx, item OutboxItem) (contacts []string, group *Chat, err error) {
+	switch {
+	case item.Kind == KindUnsend:
+	case item.Kind == KindGroupCreate:
+		contacts = item.Participants
+	case item.Kind == KindGroupChange && item.GroupAction == bridge.ChatParticipantAdded:
+		contacts = []string{item.Participant}
+	case item.ChatID != "":
+		var c Chat
+		if err := getJSON(tx.Bucket(bktChats), []byte(item.ChatID), &c); err != nil {
+			return nil, nil, fmt.Errorf("chat %s: %w", item.ChatID, err)
+		}
+		if !c.IsGroup {
+			contacts = []string{c.Identifier}
+		} else {
+			group = &c
+		}
+	}
+	return contacts, group, nil
 }
 
 // anyOf reports whether bucket holds a contact of line lineID.

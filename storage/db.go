@@ -67,6 +67,7 @@ var (
 	bktOptOuts       = []byte("opt_outs")         // line ID ‖ 0 ‖ handle → OptOut (contacts.go)
 	bktHandoffs      = []byte("handoffs")         // chat ID → Handoff: the owner took the chat over (agents.go)
 	bktLeases        = []byte("leases")           // chat ID → Lease (agents.go)
+	bktApprovals     = []byte("approvals")        // approval_expires_at ‖ outbox ID → line ID: drafts waiting for the owner (approvals.go)
 )
 
 var allBuckets = [][]byte{
@@ -75,7 +76,7 @@ var allBuckets = [][]byte{
 	bktOutboxDue, bktOutboxClaimed, bktIdempotency, bktSandbox, bktFiles, bktReactions, bktReceipts,
 	bktWebhooks, bktWebhookLines, bktDeliveries, bktDeliveriesDue, bktAttempts, bktBridgeState, bktChatUpdates,
 	bktEvents, bktConsole, bktConsoleLinks, bktConsoleSess, bktGuard, bktHistoryChats, bktBlocked, bktOptOuts,
-	bktHandoffs, bktLeases,
+	bktHandoffs, bktLeases, bktApprovals,
 }
 
 // schemaVersion 2 added compact history records and the compact GUID
@@ -100,6 +101,7 @@ type DB struct {
 	webhooksReady chan struct{}
 	events        signal
 	revocations   signal // keys revoked, console sessions ended (keys.go)
+	approvals     signal // drafts started or stopped waiting for approval (approvals.go)
 	typing        typingState
 	control       controlFeed // the observer of control records' changes (control.go)
 	// fleetDeliveries: webhooks are delivered by the fleet from its events

@@ -21,6 +21,14 @@ type Key struct {
 	// Agent marks a key an AI agent uses: its writes yield to the line's
 	// owner (a chat the owner took over) and to other keys' chat leases.
 	Agent bool `json:"agent,omitempty"`
+	// ApprovalRequired makes the agent's messages wait for the owner's
+	// approval, except those to chats whose every contact is in
+	// ApprovalExcept (normalised handles).
+	ApprovalRequired bool     `json:"approval_required,omitempty"`
+	ApprovalExcept   []string `json:"approval_except,omitempty"`
+	// Gate is an agent key's sender gating: the contacts it hears from
+	// and writes to, and the mention that wakes it in groups.
+	Gate
 	// Hint is the secret's prefix and last four characters, to tell keys
 	// apart: never enough to guess the secret.
 	Hint      string `json:"hint,omitempty"`

@@ -31,7 +31,16 @@ type Line struct {
 	// SelfHandles are the handles of the owner's Apple ID: a one-to-one
 	// chat with one of them is the owner's chat with themselves (selfchat.go).
 	SelfHandles []string `json:"-"`
-	CreatedAt   int64    `json:"created_at"`
+	// ApprovalRequired makes agent keys' messages on the line wait for
+	// the owner's approval, except those to chats whose every contact is
+	// in ApprovalExcept; a draft expires ApprovalTTL (ms) after it is
+	// accepted. TakeoverHold makes an agent's message to a chat the owner
+	// took over a draft waiting for approval instead of a 409.
+	ApprovalRequired bool     `json:"approval_required,omitempty"`
+	ApprovalExcept   []string `json:"approval_except,omitempty"`
+	ApprovalTTL      int64    `json:"approval_ttl,omitempty"`
+	TakeoverHold     bool     `json:"takeover_hold,omitempty"`
+	CreatedAt        int64    `json:"created_at"`
 }
 
 // SyncLines records the configured lines, keeping the ID of every handle seen

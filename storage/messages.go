@@ -207,6 +207,9 @@ type Inbound struct {
 	// chat with themselves, the received copy of a sent message names
 	// that message (selfchat.go).
 	EchoOf string
+	// CatchUp is news the network reported late (bridge.Inbound.CatchUp):
+	// its event's arrival is catch_up.
+	CatchUp bool
 }
 
 // news is what in says of its chat.
@@ -701,7 +704,11 @@ func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, h *historyTx) (r
 		case m.IsFromMe:
 			event = api.EventMessageSent // sent from the owner's other devices
 		}
-		if err := db.queueEvent(tx, event, c.LineID, c.ID, EventSubject{Message: &m}); err != nil {
+		subject := EventSubject{Message: &m}
+		if in.CatchUp {
+			subject.Arrival = api.ArrivalCatchUp
+		}
+		if err := db.queueEvent(tx, event, c.LineID, c.ID, subject); err != nil {
 			return res, err
 		}
 		if m.IsFromMe && !self {

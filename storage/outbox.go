@@ -51,6 +51,14 @@ type OutboxItem struct {
 	NextAttemptAt int64           `json:"next_attempt_at"`
 	// SendAt is when a scheduled item falls due (Unix ms); 0 for at once.
 	SendAt int64 `json:"send_at,omitempty"`
+	// Approval is where the owner's approval of an agent's draft stands
+	// (an api.Approval… constant); "" for a write that needed none. A waiting
+	// item is pending but not in the due queue: delivery cannot claim it.
+	// ApprovalExpiresAt is when a waiting one expires (Unix ms);
+	// ApprovalBy who answered it (a key ID, "console", "host", …).
+	Approval          string `json:"approval,omitempty"`
+	ApprovalExpiresAt int64  `json:"approval_expires_at,omitempty"`
+	ApprovalBy        string `json:"approval_by,omitempty"`
 
 	// What to send, resolved when the request was accepted.
 	ChatID         string   `json:"chat_id"`
@@ -122,6 +130,9 @@ type EnqueueRequest struct {
 	// line's owner has the chat (*ErrHumanActive) or another key leases
 	// it (*ErrChatLeased).
 	Agent *AgentCheck
+	// Approval, for an agent key's message, says when it waits for the
+	// owner's approval instead of going out.
+	Approval *ApprovalCheck
 }
 
 // IdempotencyTTL is how long an Idempotency-Key is remembered.
@@ -143,6 +154,10 @@ func (db *DB) Enqueue(ctx context.Context, req EnqueueRequest) (item OutboxItem,
 	newItem := req.Item
 	newItem.Status, newItem.CreatedAt, newItem.NextAttemptAt = StatusPending, now, max(now, newItem.SendAt)
 	itemJSON, err := json.Marshal(newItem)
+	if err != nil {
+		return OutboxItem{}, false, err
+	}
+	draft, draftJSON, err := req.Approval.draft(newItem)
 	if err != nil {
 		return OutboxItem{}, false, err
 	}
@@ -171,8 +186,13 @@ func (db *DB) Enqueue(ctx context.Context, req EnqueueRequest) (item OutboxItem,
 				return err
 			}
 		}
-		if err := checkAgent(tx, req.Agent); err != nil {
+		waits, err := req.Approval.waits(checkAgent(tx, req.Agent, item))
+		if err != nil {
 			return err
+		}
+		stored := itemJSON
+		if waits {
+			item, stored = draft, draftJSON
 		}
 		if req.SandboxDay != "" {
 			b := tx.Bucket(bktSandbox)
@@ -202,10 +222,14 @@ func (db *DB) Enqueue(ctx context.Context, req EnqueueRequest) (item OutboxItem,
 				return err
 			}
 		}
-		if err := appendOnly(tx, bktOutbox).Put([]byte(item.ID), itemJSON); err != nil {
+		if err := appendOnly(tx, bktOutbox).Put([]byte(item.ID), stored); err != nil {
 			return err
 		}
-		if err := scheduleDue(tx, item.ID, item.NextAttemptAt); err != nil {
+		if waits {
+			if err := awaitApproval(db, tx, item); err != nil {
+				return err
+			}
+		} else if err := scheduleDue(tx, item.ID, item.NextAttemptAt); err != nil {
 			return err
 		}
 		if idemKey != nil {
@@ -216,7 +240,7 @@ func (db *DB) Enqueue(ctx context.Context, req EnqueueRequest) (item OutboxItem,
 	if err != nil {
 		return OutboxItem{}, false, err
 	}
-	if !replayed {
+	if !replayed && item.Approval == "" {
 		// Scheduled items too: the worker learns when they fall due.
 		db.signalOutbox()
 	}
@@ -325,8 +349,8 @@ func (db *DB) ClaimDuePaced(ctx context.Context, now int64, max int, pace Pace) 
 			if err := getJSON(outbox, id, &item); err != nil {
 				return fmt.Errorf("due item %s: %w", id, err)
 			}
-			if item.Status != StatusPending {
-				continue // cancelled while due
+			if item.Status != StatusPending || item.Approval == api.ApprovalWaiting {
+				continue // cancelled while due; a draft is never due, this only makes sure
 			}
 			if pace != nil {
 				if until := pace.Hold(item); until > now {

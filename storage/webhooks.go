@@ -23,6 +23,10 @@ type Webhook struct {
 	Owner  string   `json:"owner,omitempty"`
 	URL    string   `json:"url"`
 	Events []string `json:"events"`
+	// Wake is what else decides the events it receives: the arrivals and
+	// filters of message events, and the sender gating of the agent key
+	// that created it.
+	Wake
 	// Secret signs deliveries. It is kept in clear: signing needs it.
 	Secret    string `json:"secret"`
 	IsActive  bool   `json:"is_active"`
@@ -211,6 +215,11 @@ type EventSubject struct {
 	Contact *ContactChange `json:"contact,omitempty"`
 	Handoff *Handoff       `json:"handoff,omitempty"`
 	Lease   *Lease         `json:"lease,omitempty"`
+	// Arrival is, for a message event, api.ArrivalCatchUp when the
+	// network reported the message late ("" is live); ChatFilter is its
+	// chat's Filter when the event was recorded.
+	Arrival    string `json:"arrival,omitempty"`
+	ChatFilter string `json:"chat_filter,omitempty"`
 }
 
 // contact is the contact whose doing the subject is: the sender of a
@@ -243,6 +252,13 @@ func (db *DB) queueEvent(tx *bolt.Tx, event, lineID, chatID string, subject Even
 	if err != nil {
 		return err
 	}
+	chat, err := eventChat(tx, chatID)
+	if err != nil {
+		return err
+	}
+	if subject.Message != nil && chat != nil {
+		subject.ChatFilter = chat.Filter
+	}
 	if err := db.appendEvent(tx, Event{Name: event, LineID: lineID, ChatID: chatID, At: now, SandboxOwner: sandboxOwner, EventSubject: subject}); err != nil {
 		return err
 	}
@@ -251,7 +267,7 @@ func (db *DB) queueEvent(tx *bolt.Tx, event, lineID, chatID string, subject Even
 	}
 	var hooks []Webhook
 	err = lineWebhooks(tx, lineID, func(w Webhook) {
-		if w.IsActive && slices.Contains(w.Events, event) && (sandboxOwner == nil || w.Owner == *sandboxOwner) {
+		if w.IsActive && slices.Contains(w.Events, event) && (sandboxOwner == nil || w.Owner == *sandboxOwner) && w.Wakes(event, subject, chat) {
 			hooks = append(hooks, w)
 		}
 	})
@@ -270,6 +286,22 @@ func (db *DB) queueEvent(tx *bolt.Tx, event, lineID, chatID string, subject Even
 	}
 	tx.OnCommit(db.signalWebhooks)
 	return nil
+}
+
+// eventChat is the chat an event is about, nil when there is none.
+func eventChat(tx *bolt.Tx, chatID string) (*Chat, error) {
+	if chatID == "" {
+		return nil, nil
+	}
+	var c Chat
+	err := getJSON(tx.Bucket(bktChats), []byte(chatID), &c)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
 }
 
 // sandboxEventOwner is nil for an event outside the sandbox line, and

@@ -373,3 +373,33 @@ func TestDispatcherSlowReceiverIsolated(t *testing.T) {
 		next[strconv.Itoa(who)]++
 	}
 }
+
+// A contact's message is timed from its date on the network to the
+// receiver's 2xx answer: a failed attempt times nothing, its retry's
+// success does.
+func TestDispatcherTimesRowToWebhook(t *testing.T) {
+	e := newHookEnv(t)
+	rc := newReceiver(t, false, func(n int, _ http.ResponseWriter, _ *http.Request) int {
+		return map[bool]int{true: http.StatusInternalServerError, false: http.StatusNoContent}[n == 1]
+	})
+	e.register(rc.Server.URL+"/hook", rc.Secret())
+	m := metrics.New(e.db, quiet)
+	e.run(webhook.Options{Policy: loopback, Metrics: m, Schedule: []time.Duration{time.Millisecond}})
+	text := "written while the Mac slept"
+	dated := time.Now().Add(-10 * time.Minute)
+	if _, err := e.db.RecordInbound(context.Background(), storage.Inbound{
+		Chat:    storage.Chat{ID: storage.NewID("cht_"), LineID: e.line.ID, GUID: "iMessage;-;" + alice, Identifier: alice, Service: "imessage"},
+		Message: storage.Message{ID: storage.NewID("msg_"), GUID: storage.NewID("guid_"), Sender: alice, Text: &text, SentAt: dated.UnixMilli()},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "two requests", func() bool { return len(rc.Requests()) == 2 })
+	var q metrics.Quantiles
+	eventually(t, "the success timed", func() bool {
+		q = m.LineLatency(e.line.ID).Stages[metrics.RowToWebhook]
+		return q.Count > 0
+	})
+	if q.Count != 1 || q.P50 < 10*time.Minute || q.P50 != q.P99 {
+		t.Fatalf("row to webhook: %+v, want one of 10 minutes and more", q)
+	}
+}

@@ -50,6 +50,18 @@ type Options struct {
 type Metrics interface {
 	// WebhookAttempt counts an attempt's outcome: "success" or "failure".
 	WebhookAttempt(outcome string)
+	// Latency times a stage of a line's traffic: here "row_to_webhook".
+	Latency(lineID, stage string, d time.Duration)
+}
+
+// TimeReceived records, after a receiver's 2xx answer to a delivery, how
+// long the contact's message took from its time on the network (a chat.db
+// row's date) to that answer. Other events are not timed.
+func TimeReceived(m Metrics, event, lineID string, s storage.EventSubject, answered time.Time) {
+	if m == nil || event != api.EventMessageReceived || s.Message == nil || s.Message.IsFromMe {
+		return
+	}
+	m.Latency(lineID, "row_to_webhook", answered.Sub(time.UnixMilli(s.Message.SentAt)))
 }
 
 // Renderer turns a delivery's snapshot into the event's data, in the API's
@@ -342,6 +354,9 @@ func (w *worker) lane(queue <-chan storage.DueDelivery) {
 					outcome = "failure"
 				}
 				m.WebhookAttempt(outcome)
+				if outcome == "success" {
+					TimeReceived(m, dd.Event, dd.LineID, dd.EventSubject, time.Now())
+				}
 			}
 			if res.Attempt.Error != "" && res.RetryAt > 0 {
 				heldUntil[dd.ChatID] = res.RetryAt

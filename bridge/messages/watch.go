@@ -60,7 +60,7 @@ const pageSize = 1000
 // an event. A new row that repeats a stored message under another GUID
 // (a twin) is not stored at all.
 const (
-	liveAge    = 10 * time.Minute
+	liveAge    = bridge.LiveAge
 	catchUpAge = 24 * time.Hour
 )
 
@@ -748,6 +748,7 @@ func (w *watcher) transferring(r chatdb.Row) bool {
 func (w *watcher) report(ctx context.Context, r chatdb.Row, seen time.Time) error {
 	in, missing := w.inbound(r, true, seen)
 	in.MayBeTwin = true
+	in.CatchUp = !r.Date.IsZero() && seen.Sub(r.Date) > liveAge
 	twin, err := w.sink.Receive(ctx, in)
 	if err != nil {
 		return err

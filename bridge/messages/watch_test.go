@@ -136,6 +136,12 @@ func TestWatchLiveOrHistory(t *testing.T) {
 	if in, _ := findInbound(st.live, guids[6]); in.Sender != rigLine || !in.IsFromMe {
 		t.Errorf("the line's message from another device: %+v", in)
 	}
+	// News read late is catch-up; news read as it comes is live.
+	for i, catchUp := range map[int]bool{0: false, 1: true, 6: false} {
+		if in, _ := findInbound(st.live, guids[i]); in.CatchUp != catchUp {
+			t.Errorf("%s: CatchUp %v, want %v", rows[i].name, in.CatchUp, catchUp)
+		}
+	}
 	waitUntil(t, func() bool { return r.b.Health().HistoryRows == int64(history) })
 	if !strings.Contains(r.logs.String(), "old messages written again to chat.db") {
 		t.Errorf("the flood was not logged:\n%s", r.logs)

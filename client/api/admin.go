@@ -13,19 +13,37 @@ type KeyRequest struct {
 	// Agent makes the key an agent's: its writes yield to the line's
 	// owner and to other keys' chat leases.
 	Agent bool `json:"agent,omitempty"`
+	// Approval is ApprovalRequired when the agent's messages wait for the
+	// owner's approval, except to chats whose every contact is in
+	// ApprovalExcept; "" or ApprovalNone for none.
+	Approval       string   `json:"approval,omitempty"`
+	ApprovalExcept []string `json:"approval_except,omitempty"`
+	// AllowFrom and GroupMention are an agent key's sender gating: the
+	// contacts (handles) it hears from and writes to, and the Go regexp
+	// a contact's group message must match to reach it.
+	AllowFrom    []string `json:"allow_from,omitempty"`
+	GroupMention string   `json:"group_mention,omitempty"`
 }
 
 // KeyInfo describes a key; Secret is set only when the key is created.
 type KeyInfo struct {
-	ID        string   `json:"id"`
-	Secret    string   `json:"key,omitempty"`
-	Hint      string   `json:"hint"` // sk_live_…wXyZ; "" for keys made before hints
-	Label     string   `json:"label"`
-	Scopes    []string `json:"scopes"`
-	Lines     []string `json:"lines"` // handles
-	Owner     string   `json:"owner"`
-	Agent     bool     `json:"agent"`
-	CreatedAt int64    `json:"created_at"`
+	ID     string   `json:"id"`
+	Secret string   `json:"key,omitempty"`
+	Hint   string   `json:"hint"` // sk_live_…wXyZ; "" for keys made before hints
+	Label  string   `json:"label"`
+	Scopes []string `json:"scopes"`
+	Lines  []string `json:"lines"` // handles
+	Owner  string   `json:"owner"`
+	Agent  bool     `json:"agent"`
+	// Approval is ApprovalRequired or ApprovalNone; ApprovalExcept the
+	// contacts exempt from it.
+	Approval       string   `json:"approval"`
+	ApprovalExcept []string `json:"approval_except"`
+	// AllowFrom and GroupMention are the key's sender gating ([] and ""
+	// for none).
+	AllowFrom    []string `json:"allow_from"`
+	GroupMention string   `json:"group_mention"`
+	CreatedAt    int64    `json:"created_at"`
 	// LastUsedAt is when the key last made a request, to the minute; 0
 	// for never.
 	LastUsedAt int64 `json:"last_used_at"`
@@ -58,6 +76,12 @@ type SimInbound struct {
 	Attach        string  `json:"attach"`
 	Audio         string  `json:"audio"`
 	Transcription *string `json:"transcription"`
+	// Late is how long before it is recorded the message was sent (a Go
+	// duration, "2h"): news caught up late, as after the daemon was down.
+	Late string `json:"late,omitempty"`
+	// UnknownSender files the contact's new chat under Unknown Senders,
+	// as Messages does for a sender not in the owner's contacts.
+	UnknownSender bool `json:"unknown_sender,omitempty"`
 }
 
 // SimReaction is a tapback a simulated contact adds or removes.

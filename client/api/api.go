@@ -27,6 +27,36 @@ type Line struct {
 	// Health is what the line's bridge has seen of the Mac (a Messages
 	// line), null on the simulated network.
 	Health *LineHealth `json:"health"`
+	// Latency is how long the line's traffic took over the last day, by
+	// stage.
+	Latency LineLatency `json:"latency"`
+}
+
+// LineLatency is a line's p50 and p99 of each timed stage over the last
+// day. The figures are kept in the daemon's memory: a restart starts the
+// day over (Since says from when).
+type LineLatency struct {
+	// Since is where the figures start (Unix ms): a day ago, to the 10
+	// minutes, or the daemon's start when that is later.
+	Since int64 `json:"since"`
+	// AcceptToSent: an outbox message from its acceptance (or scheduled
+	// time) to the network reporting it sent.
+	AcceptToSent LatencyQuantiles `json:"accept_to_sent"`
+	// RowToWebhook: a contact's message from its time on the network (the
+	// chat.db row's date; on the simulated network its arrival) to a
+	// webhook's 2xx answer to its message.received, one per webhook.
+	RowToWebhook LatencyQuantiles `json:"row_to_webhook"`
+	// SentToDelivered: a message of the line from when it was sent to its
+	// delivered receipt, as the network dates both.
+	SentToDelivered LatencyQuantiles `json:"sent_to_delivered"`
+}
+
+// LatencyQuantiles are one stage's figures: how many were timed, and the
+// median and 99th percentile in milliseconds (null when none was timed).
+type LatencyQuantiles struct {
+	Count int64  `json:"count"`
+	P50Ms *int64 `json:"p50_ms"`
+	P99Ms *int64 `json:"p99_ms"`
 }
 
 // LineHealth is a Messages line's bridge as it last saw chat.db and
@@ -238,19 +268,55 @@ type OutboxItem struct {
 	ChatID *string `json:"chat_id"`
 	// SendAt is when a scheduled item falls due (Unix ms); null for at once.
 	SendAt *int64 `json:"send_at"`
+	// Approval is where the owner's approval of an agent key's draft
+	// stands (an Approval… constant); absent when none was needed. A
+	// waiting item is pending until approved (then sent as any other),
+	// declined (failed, error "declined") or expired (failed, error
+	// "approval_expired") at ApprovalExpiresAt (Unix ms). ApprovalBy says
+	// who answered: a key ID, "console" or "host".
+	Approval          *string `json:"approval,omitempty"`
+	ApprovalExpiresAt *int64  `json:"approval_expires_at,omitempty"`
+	ApprovalBy        *string `json:"approval_by,omitempty"`
+}
+
+// Where the owner's approval of a draft stands (OutboxItem.Approval).
+const (
+	ApprovalWaiting  = "waiting"
+	ApprovalApproved = "approved"
+	ApprovalDeclined = "declined"
+	ApprovalExpired  = "expired"
+)
+
+// Whether an agent key's messages need approval (KeyInfo.Approval,
+// CreateKeyRequest.Approval).
+const (
+	ApprovalRequired = "required"
+	ApprovalNone     = "none"
+)
+
+// ApproveRequest is the body of POST /v1/outbox/approve: Text, when set,
+// replaces the draft's text.
+type ApproveRequest struct {
+	ID   string  `json:"id"`
+	Text *string `json:"text,omitempty"`
 }
 
 // Webhook is a registered receiver of a line's events; Secret is shown
 // when it is created.
 type Webhook struct {
-	ID        string   `json:"id"`
-	LineIDs   []string `json:"line_ids"`
-	URL       string   `json:"url"`
-	Events    []string `json:"events"`
-	Secret    string   `json:"secret"`
-	IsActive  bool     `json:"is_active"`
-	CreatedAt int64    `json:"created_at"`
-	RequestID string   `json:"request_id,omitempty"`
+	ID      string   `json:"id"`
+	LineIDs []string `json:"line_ids"`
+	URL     string   `json:"url"`
+	Events  []string `json:"events"`
+	// Arrival are the arrivals of the message events it receives
+	// (ArrivalLive, ArrivalCatchUp); IncludeFiltered whether those of
+	// chats Messages files under a filter (unknown senders) too.
+	Arrival         []string `json:"arrival"`
+	IncludeFiltered bool     `json:"include_filtered"`
+	Secret          string   `json:"secret"`
+	IsActive        bool     `json:"is_active"`
+	CreatedAt       int64    `json:"created_at"`
+	RequestID       string   `json:"request_id,omitempty"`
 }
 
 // Sandbox is a key owner's sandbox: its activation and today's quota.

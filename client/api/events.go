@@ -45,6 +45,16 @@ const (
 	EventMessageSelf = "message.self"
 )
 
+// Arrivals of a message event: how the message reached Blueline. Live
+// news was recorded as it happened and handed over at once; catch-up news
+// was read late (the daemon was down, the Mac offline or asleep), or
+// handed to its receiver late (a webhook retried, a stream resumed).
+// History (old rows the network writes again) raises no events.
+const (
+	ArrivalLive    = "live"
+	ArrivalCatchUp = "catch_up"
+)
+
 // WebhookEvents are the events a webhook can subscribe to.
 var WebhookEvents = []string{EventMessageReceived, EventMessageSent, EventReactionAdded, EventReactionRemoved, EventMessageFailed,
 	EventMessageEdited, EventMessageUnsent, EventMessageDelivered, EventReceiptRead, EventChatUpdated,
@@ -71,6 +81,15 @@ type Event struct {
 type MessageEventData struct {
 	Message
 	LineHandle string `json:"line_handle"`
+	// Arrival is ArrivalLive or ArrivalCatchUp.
+	Arrival string `json:"arrival"`
+	// Filter is where Messages files the chat (unknown_sender, …), null
+	// for the inbox.
+	Filter *string `json:"filter"`
+	// SenderVerified is false for a contact's SMS or RCS message, whose
+	// sender ID the network does not authenticate (it can be spoofed);
+	// true for iMessage and for the line's own messages.
+	SenderVerified bool `json:"sender_verified"`
 }
 
 // ReactionEventData is the data of the reaction.* events.

@@ -207,6 +207,9 @@ func (w *Webhooks) deliver(ctx context.Context, hook *storage.Webhook, d fleet.D
 	}
 	if m := w.opts.Metrics; m != nil {
 		m.WebhookAttempt(map[bool]string{true: "success", false: "failure"}[err == nil])
+		if err == nil {
+			webhook.TimeReceived(m, e.Name, e.LineID, e.EventSubject, time.Now())
+		}
 	}
 	if rerr := w.store.RecordAttempt(context.WithoutCancel(ctx), a); rerr != nil {
 		w.lg.Error("fleet: record a webhook attempt", "webhook_id", hook.ID, "delivery_id", id, "err", rerr)
@@ -220,8 +223,10 @@ func (w *Webhooks) deliver(ctx context.Context, hook *storage.Webhook, d fleet.D
 // wants reports whether hook receives e, as queueEvent decides for a local
 // delivery: an active webhook of the event's line (one of its lines)
 // subscribed to it, created before it, and on the sandbox line one of the
-// owner whose sandbox chat it happened in.
+// owner whose sandbox chat it happened in; and what wakes it. The event's
+// chat is on the node that recorded it: a webhook of an agent key with
+// sender gating, which needs it, gets none of the fleet's events.
 func wants(hook storage.Webhook, e storage.Event) bool {
 	return hook.IsActive && slices.Contains(hook.LineIDs, e.LineID) && slices.Contains(hook.Events, e.Name) &&
-		e.At >= hook.CreatedAt && (e.SandboxOwner == nil || *e.SandboxOwner == hook.Owner)
+		e.At >= hook.CreatedAt && (e.SandboxOwner == nil || *e.SandboxOwner == hook.Owner) && hook.Wakes(e.Name, e.EventSubject, nil)
 }
