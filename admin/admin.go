@@ -384,6 +384,13 @@ func (a *Admin) adminSimOwnerSend(w http.ResponseWriter, r *http.Request) error 
 	}
 	sent := bridge.Inbound{Line: line.Handle, Service: line.Service, GUID: a.opts.Simulator.NewGUID(),
 		Chat: chat, Sender: line.Handle, IsFromMe: true, Text: &req.Text, SentAt: time.Now()}
+	if req.ReplyTo != "" {
+		m, err := a.api.FindMessage(r, line, req.ReplyTo, "reply_to")
+		if err != nil {
+			return err
+		}
+		sent.ReplyToGUID = m.GUID
+	}
 	res, err := a.opts.Inbound.Record(r.Context(), sent)
 	if err != nil {
 		return err
@@ -406,7 +413,22 @@ func (a *Admin) adminSimReaction(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeAdmin(r, &req); err != nil {
 		return err
 	}
-	line, from, err := a.simContact(req.Line, req.From)
+	var line storage.Line
+	var from string
+	var err error
+	if req.From == api.SimToSelf {
+		// The owner, in their chat with themselves.
+		line, err = a.simLine(req.Line)
+		switch {
+		case err != nil:
+		case len(line.SelfHandles) == 0:
+			err = httpapi.Invalid("from", "Line %s has no chat of its owner with themselves (self_handles).", line.Handle)
+		default:
+			from = line.SelfHandles[0]
+		}
+	} else {
+		line, from, err = a.simContact(req.Line, req.From)
+	}
 	if err != nil {
 		return err
 	}

@@ -87,7 +87,14 @@ import (
 //     still waits (and has not expired against the clock), so a draft is
 //     answered once. The settings are fixed for the key's or the line's
 //     life, so reading them before the transaction is safe; whether the
-//     owner holds the chat is rule 10's, decided inside it.
+//     owner holds the chat is rule 10's, decided inside it. The same
+//     transaction puts the draft's prompt in the outbox, to the owner's
+//     chat with themselves (storage/selfapproval.go): a message of the
+//     line's own, past these rules like the reply to an opt-out, which
+//     cannot loop (Blueline's sends there are never message.self) and
+//     asks nothing no one may (only the owner writes in that chat; a
+//     tapback Blueline sends is recorded as sent, never as the owner's
+//     answer).
 // 12. Sender gating (agentCheck, storage.Enqueue): an agent key with an
 //     allow-list (allow_from) writes only to the contacts on it: 403
 //     contact_not_allowed for a one-to-one chat with another contact, a

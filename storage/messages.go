@@ -704,12 +704,22 @@ func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, h *historyTx) (r
 		case m.IsFromMe:
 			event = api.EventMessageSent // sent from the owner's other devices
 		}
+		// A reply to an approval prompt answers it: it is for Blueline,
+		// not for the agents.
+		answered := false
+		if self {
+			if answered, err = db.replyAnswer(tx, m); err != nil {
+				return res, err
+			}
+		}
 		subject := EventSubject{Message: &m}
 		if in.CatchUp {
 			subject.Arrival = api.ArrivalCatchUp
 		}
-		if err := db.queueEvent(tx, event, c.LineID, c.ID, subject); err != nil {
-			return res, err
+		if !answered {
+			if err := db.queueEvent(tx, event, c.LineID, c.ID, subject); err != nil {
+				return res, err
+			}
 		}
 		if m.IsFromMe && !self {
 			if err := db.takeOver(tx, line, c, m); err != nil {

@@ -8,24 +8,30 @@ import (
 	"github.com/blueline-app/blueline/storage"
 )
 
+// openSelfDB is a database with a line whose owner's Apple ID has the
+// handles self, the first of which is the line's.
+func openSelfDB(t *testing.T, self ...string) (*storage.DB, storage.Line) {
+	t.Helper()
+	db, err := storage.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	lines, err := db.SyncLines(ctx, []storage.Line{{Handle: self[0], Service: "imessage", Bridge: "sim", TakeoverQuiet: quiet, SelfHandles: self}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, lines[0]
+}
+
 // The owner's chat with themselves, under the phone number and the
 // e-mail address of the Apple ID: what the owner writes is one
 // message.self however many rows Messages writes of it; the line's own
 // sends there are message.sent, and their received copies nothing; a
 // second copy naming the same message is news.
 func TestSelfChat(t *testing.T) {
-	db, err := storage.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
 	const phone, mail = "+15550000001", "owner@example.com"
-	lines, err := db.SyncLines(ctx, []storage.Line{{Handle: phone, Service: "imessage", Bridge: "sim", TakeoverQuiet: quiet,
-		SelfHandles: []string{phone, mail}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	line := lines[0]
+	db, line := openSelfDB(t, phone, mail)
 	chatOf := func(h string) storage.Chat {
 		return storage.Chat{ID: storage.NewID("cht_"), LineID: line.ID, GUID: "any;-;" + h, Identifier: h, Service: "imessage"}
 	}

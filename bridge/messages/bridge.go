@@ -793,6 +793,8 @@ func (b *Bridge) React(ctx context.Context, r bridge.Reaction) (bridge.Receipt, 
 	if err != nil {
 		return bridge.Receipt{}, err
 	}
+	// The outbox records it: its row is not the owner's tapback.
+	b.claim(chatdb.Row{GUID: guid})
 	return bridge.Receipt{GUID: guid, SentAt: time.Now()}, nil
 }
 

@@ -865,7 +865,15 @@ func bridgeChat(c chatdb.Chat) bridge.Chat {
 // no record of (from before the line was connected) is dropped.
 func (w *watcher) reaction(ctx context.Context, r chatdb.Row) error {
 	typ, added, ok := r.Reaction()
-	if !ok {
+	if !ok || r.IsFromMe && w.b.leaveToSender(r) {
+		// Our own tapback is recorded by the outbox, never as the owner's
+		// (which may answer an approval prompt).
+		return nil
+	}
+	if d, waiting := w.deferred[r.AssociatedGUID]; waiting {
+		// On a row still held back (the copy of one of our sends): it
+		// waits for that row.
+		w.deferred[r.GUID] = deferredRow{rowID: r.RowID, since: d.since, until: d.until}
 		return nil
 	}
 	sender := r.Sender

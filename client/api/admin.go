@@ -57,6 +57,8 @@ type SimOwnerSend struct {
 	// self_handles or SimToSelf: the owner's chat with themselves.
 	To   string `json:"to"`
 	Text string `json:"text"`
+	// ReplyTo is the message (msg_… or GUID) this one replies to inline.
+	ReplyTo string `json:"reply_to,omitempty"`
 }
 
 // SimToSelf is SimOwnerSend's To for the owner's chat with themselves,
