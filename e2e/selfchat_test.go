@@ -47,11 +47,12 @@ func (td *testDaemon) sendOnMac(mac *fakeMac, key string, chat chatdbtest.ChatRe
 // message (written twice, as Messages does) is one message.self and
 // nothing else; an agent's send of the same text into the chat is
 // message.sent and never message.self. A last message of the owner's,
-// delivered after, shows that nothing more was coming.
+// delivered after, shows that nothing more was coming. The agent's
+// allow-list names another contact: the owner is none, and passes.
 func TestSelfChat(t *testing.T) {
 	rc := newReceiver(t, nil)
 	td := startTestDaemon(t, webhookConfig(t, rc, ""))
-	agent := td.key("--label", "assistant", "--agent")
+	agent := td.key("--label", "assistant", "--agent", "--allow-from", alice)
 	td.register(agent, mainLine, rc, "message.received", "message.sent", "message.self")
 	ev := newEventLog(t, rc)
 

@@ -104,7 +104,9 @@ import (
 //     there); an unsend always passes. The list is fixed for the key's
 //     life; a chat's contact never changes, and a group's members are
 //     read in the transaction that stores the item, so a member added
-//     meanwhile is either seen or added after the write.
+//     meanwhile is either seen or added after the write. The owner's chat
+//     with themselves is no contact's and passes (its chat and the line's
+//     self_handles are fixed).
 
 // conversation resolves the line and recipient of a write and applies
 // rules 3 to 6.

@@ -190,7 +190,7 @@ func (db *DB) Enqueue(ctx context.Context, req EnqueueRequest) (item OutboxItem,
 				return err
 			}
 		}
-		waits, err := req.Approval.waits(checkAgent(tx, req.Agent, item))
+		waits, err := req.Approval.waits(db.checkAgent(tx, req.Agent, item))
 		if err != nil {
 			return err
 		}

@@ -128,7 +128,7 @@ func (db *DB) tapbackAnswer(tx *bolt.Tx, r Reaction) error {
 		return err
 	}
 	draft, err := promptOf(tx, m)
-	if err != nil || draft == "" || !db.inSelfChat(tx, m) {
+	if err != nil || draft == "" || !db.inSelfChat(tx, m.LineID, m.ChatID) {
 		return err
 	}
 	_, err = db.answerInMessages(tx, draft, r.Type == "like", nil)
@@ -149,16 +149,8 @@ func (db *DB) replyAnswer(tx *bolt.Tx, m Message) (bool, error) {
 		return false, err
 	}
 	draft, err := promptOf(tx, prompt)
-	if err != nil || draft == "" || !db.inSelfChat(tx, prompt) {
+	if err != nil || draft == "" || !db.inSelfChat(tx, prompt.LineID, prompt.ChatID) {
 		return false, err
 	}
 	return db.answerInMessages(tx, draft, true, m.Text)
-}
-
-// inSelfChat reports whether m is in its line's chat of the owner with
-// themselves.
-func (db *DB) inSelfChat(tx *bolt.Tx, m Message) bool {
-	line, ok := db.LineByID(m.LineID)
-	var c Chat
-	return ok && getJSON(tx.Bucket(bktChats), []byte(m.ChatID), &c) == nil && line.IsSelfChat(c)
 }

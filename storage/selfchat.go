@@ -59,3 +59,11 @@ func selfEcho(tx *bolt.Tx, line Line, in Inbound, m *Message) (bool, error) {
 	}
 	return true, storeMessage(tx, key, m)
 }
+
+// inSelfChat reports whether chat chatID is line lineID's chat of the
+// owner with themselves.
+func (db *DB) inSelfChat(tx *bolt.Tx, lineID, chatID string) bool {
+	line, ok := db.LineByID(lineID)
+	var c Chat
+	return ok && chatID != "" && getJSON(tx.Bucket(bktChats), []byte(chatID), &c) == nil && line.IsSelfChat(c)
+}
