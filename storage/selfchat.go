@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"slices"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -23,9 +24,9 @@ import (
 // sent message having no copy yet, never by its text or its time.
 
 // IsSelfChat reports whether chat c of line l is the owner's chat with
-// themselves.
+// themselves. Messages may keep an e-mail address's case as typed.
 func (l Line) IsSelfChat(c Chat) bool {
-	return !c.IsGroup && c.Identifier != "" && slices.Contains(l.SelfHandles, c.Identifier)
+	return !c.IsGroup && c.Identifier != "" && slices.ContainsFunc(l.SelfHandles, func(h string) bool { return strings.EqualFold(h, c.Identifier) })
 }
 
 // selfEcho recognises in as the received copy of a message sent in the
