@@ -463,6 +463,7 @@ var patternParts = []struct {
 	gen func(*requestGen) string
 }{
 	{`\S`, func(g *requestGen) string { return g.word(1, 24) }},
+	{`[\p{L}\p{N}]`, func(g *requestGen) string { return g.word(1, 24) }},
 	{`\+[ ().-]*[1-9](?:[ ().-]*[0-9]){6,14}[ ().-]*`, (*requestGen).phone},
 	{`(?:\+[ ().-]*| )[1-9](?:[ ().-]*[0-9]){6,14}[ ().-]*`, (*requestGen).phone},
 	{`[A-Za-z0-9!#$%&'*+/=?^_` + "`" + `{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_` + "`" + `{|}~-]+)*@[^\s@.]+(?:\.[^\s@.]+)+`,

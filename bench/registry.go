@@ -69,6 +69,14 @@ var registry = []entry{
 		Metrics:  []string{"ms/page", "file-bytes/msg"},
 	},
 	{
+		Name:     "search",
+		Measures: "full-text search (SQLite FTS5) of a line's 100,000 messages: a rare word, two common words, a prefix; a page of 20 (the build's time and size are logged)",
+		Pkg:      "./search", Bench: "^BenchmarkSearch$", Funcs: []string{"BenchmarkSearch"},
+		Benchtime: "1s", QuickBenchtime: "20x",
+		QuickEnv: []string{"BLUELINE_BENCH_ROWS=5000"},
+		Metrics:  []string{"ns/op"},
+	},
+	{
 		Name:     "chatdb-rows",
 		Measures: "reading 100,000 chat.db rows (a first start's backlog) in one call",
 		Pkg:      "./bridge/messages/chatdb", Bench: "^BenchmarkRows100k$", Funcs: []string{"BenchmarkRows100k"},

@@ -34,7 +34,7 @@ lists them, each with its "guard".`,
 					on = "on"
 				}
 				if g.Limits.MaxRatio > 0 {
-					sentCap = fmt.Sprint(g.Limits.MaxRatio * max(g.Today.Received, 1))
+					sentCap = fmt.Sprint(g.SentAllowed())
 				}
 				if g.Limits.MaxColdContacts > 0 {
 					coldCap = fmt.Sprint(g.Limits.MaxColdContacts)

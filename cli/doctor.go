@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
 	"runtime"
 	"slices"
@@ -20,28 +19,8 @@ import (
 	"github.com/blueline-app/blueline/bridge/messages/chatdb"
 	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/config"
+	"github.com/blueline-app/blueline/doctor"
 	"github.com/blueline-app/blueline/handle"
-)
-
-// The results of a check. A skipped check (not on macOS, or after one it
-// needs failed) and a warning do not fail doctor.
-const (
-	checkOK   = "ok"
-	checkWarn = "warn"
-	checkFail = "fail"
-	checkSkip = "skip"
-)
-
-// The checks, by their stable names (doctor --json's "name").
-const (
-	checkMacOS          = "macos_version"
-	checkFullDiskAccess = "full_disk_access"
-	checkChatDB         = "chat_db"
-	checkAutomation     = "automation"
-	checkMessages       = "messages_ping"
-	checkAccount        = "account"
-	checkHelper         = "helper"
-	checkDaemon         = "daemon"
 )
 
 // How long doctor waits for Messages: an AppleScript that reaches it
@@ -54,23 +33,11 @@ const (
 // notOnMac is the detail of a check that needs macOS, elsewhere.
 const notOnMac = "not on macOS"
 
-// doctorCheck is one check's result.
-type doctorCheck struct {
-	Name   string `json:"name"`
-	Line   string `json:"line"` // the line's handle; "" for the host
-	Status string `json:"status"`
-	Detail string `json:"detail"`
-	Fix    string `json:"fix,omitempty"`
-	// Info is what the check found, for scripts (chat.db's identity, the
-	// accounts, the helper's capabilities, …).
-	Info map[string]any `json:"info,omitempty"`
-}
-
 // doctorReport is what doctor --json prints.
 type doctorReport struct {
-	OK     bool          `json:"ok"`
-	Config string        `json:"config"` // "" for the embedded default
-	Checks []doctorCheck `json:"checks"`
+	OK     bool           `json:"ok"`
+	Config string         `json:"config"` // "" for the embedded default
+	Checks []doctor.Check `json:"checks"`
 }
 
 type doctorFlags struct {
@@ -158,7 +125,7 @@ func (a *app) doctor(ctx context.Context, f doctorFlags) error {
 		return a.trace(ctx, lines[0], f.trace, time.Duration(f.minutes*float64(time.Minute)))
 	}
 
-	r := doctorReport{Config: path, Checks: []doctorCheck{macOSCheck()}}
+	r := doctorReport{Config: path, Checks: []doctor.Check{macOSCheck()}}
 	var served []api.Line
 	dctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	_, daemonErr := a.adminList(dctx, "/v1/lines", &served)
@@ -168,7 +135,7 @@ func (a *app) doctor(ctx context.Context, f doctorFlags) error {
 	}
 	failed := 0
 	for _, c := range r.Checks {
-		if c.Status == checkFail {
+		if c.Status == doctor.Fail {
 			failed++
 		}
 	}
@@ -209,7 +176,7 @@ func (a *app) printDoctor(r doctorReport, failed int) {
 			}
 		}
 		status := c.Status
-		if status == checkFail {
+		if status == doctor.Fail {
 			status = "FAIL"
 		}
 		fmt.Fprintf(a.stdout, "  %-5s %-17s %s\n", status, c.Name, c.Detail)
@@ -223,35 +190,35 @@ func (a *app) printDoctor(r doctorReport, failed int) {
 }
 
 // macOSCheck reports the Mac's macOS version.
-func macOSCheck() doctorCheck {
-	c := doctorCheck{Name: checkMacOS, Status: checkSkip, Detail: notOnMac}
+func macOSCheck() doctor.Check {
+	c := doctor.Check{Name: doctor.MacOSVersion, Status: doctor.Skip, Detail: notOnMac}
 	if runtime.GOOS != "darwin" {
 		return c
 	}
 	v := messages.HostMacOSVersion()
 	if v == "" {
-		c.Status, c.Detail = checkWarn, "macOS does not say which version it is (sysctl kern.osproductversion)"
+		c.Status, c.Detail = doctor.Warn, "macOS does not say which version it is (sysctl kern.osproductversion)"
 		return c
 	}
-	c.Status, c.Detail, c.Info = checkOK, "macOS "+v, map[string]any{"version": v}
+	c.Status, c.Detail, c.Info = doctor.OK, "macOS "+v, map[string]any{"version": v}
 	return c
 }
 
 // lineChecks runs the checks of one Messages line. served is the daemon's
 // list of lines (daemonErr why there is none).
-func (a *app) lineChecks(ctx context.Context, cfg *config.Config, l config.Line, served []api.Line, daemonErr error) []doctorCheck {
+func (a *app) lineChecks(ctx context.Context, cfg *config.Config, l config.Line, served []api.Line, daemonErr error) []doctor.Check {
 	onMac := runtime.GOOS == "darwin"
-	var out []doctorCheck
-	add := func(c doctorCheck) {
+	var out []doctor.Check
+	add := func(c doctor.Check) {
 		c.Line = l.Handle
 		out = append(out, c)
 	}
-	skip := func(name, why string) { add(doctorCheck{Name: name, Status: checkSkip, Detail: why}) }
+	skip := func(name, why string) { add(doctor.Check{Name: name, Status: doctor.Skip, Detail: why}) }
 
 	var callerIDs []string
 	if !onMac && l.ChatDB == config.DefaultChatDB {
-		skip(checkFullDiskAccess, notOnMac)
-		skip(checkChatDB, notOnMac)
+		skip(doctor.FullDiskAccess, notOnMac)
+		skip(doctor.ChatDB, notOnMac)
 	} else {
 		access, ident, ids := chatDBChecks(ctx, l.ChatDB)
 		add(access)
@@ -260,18 +227,18 @@ func (a *app) lineChecks(ctx context.Context, cfg *config.Config, l config.Line,
 	}
 
 	if !onMac && l.Osascript == config.DefaultOsascript {
-		skip(checkAutomation, notOnMac)
-		skip(checkMessages, notOnMac)
-		skip(checkAccount, notOnMac)
+		skip(doctor.Automation, notOnMac)
+		skip(doctor.MessagesPing, notOnMac)
+		skip(doctor.Account, notOnMac)
 	} else {
 		// The line's own osascript, exactly as configured: a stand-in in
 		// tests.
 		runner := messages.Osascript{Path: l.Osascript}
 		auto := automationCheck(ctx, runner)
 		add(auto)
-		if auto.Status == checkFail {
-			skip(checkMessages, "needs Automation (above)")
-			skip(checkAccount, "needs Automation (above)")
+		if auto.Status == doctor.Fail {
+			skip(doctor.MessagesPing, "needs Automation (above)")
+			skip(doctor.Account, "needs Automation (above)")
 		} else {
 			add(pingCheck(ctx, runner))
 			add(accountCheck(ctx, runner, l, callerIDs))
@@ -292,31 +259,15 @@ func (a *app) lineChecks(ctx context.Context, cfg *config.Config, l config.Line,
 	return out
 }
 
-// executable is this program's path, for the fixes that name it.
-func executable() string {
-	exe, err := os.Executable()
-	if err != nil {
-		return "the blueline binary"
-	}
-	return exe
-}
-
-// fdaFix is the fix of a chat.db macOS does not let us read.
-func fdaFix() string {
-	return "System Settings → Privacy & Security → Full Disk Access: add " + executable() +
-		" (+, then ⌘⇧G and its path) and switch it on; when doctor runs from a terminal, the terminal app needs it too. " +
-		"Grant it again after each upgrade, then `blueline restart`"
-}
-
 // chatDBChecks opens chat.db as the bridge does: can it be read (Full Disk
 // Access), and what file is it. It also returns the owner's addresses the
 // newest rows name, for the account check.
-func chatDBChecks(ctx context.Context, configured string) (access, ident doctorCheck, callerIDs []string) {
-	access = doctorCheck{Name: checkFullDiskAccess}
-	ident = doctorCheck{Name: checkChatDB, Status: checkSkip, Detail: "chat.db cannot be read (above)"}
+func chatDBChecks(ctx context.Context, configured string) (access, ident doctor.Check, callerIDs []string) {
+	access = doctor.Check{Name: doctor.FullDiskAccess}
+	ident = doctor.Check{Name: doctor.ChatDB, Status: doctor.Skip, Detail: "chat.db cannot be read (above)"}
 	path, err := messages.ExpandHome(configured)
 	if err != nil {
-		access.Status, access.Detail = checkFail, err.Error()
+		access.Status, access.Detail = doctor.Fail, err.Error()
 		return access, ident, nil
 	}
 	db, err := chatdb.Open(ctx, path)
@@ -326,17 +277,17 @@ func chatDBChecks(ctx context.Context, configured string) (access, ident doctorC
 	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		access.Status, access.Detail = checkFail, err.Error()
+		access.Status, access.Detail = doctor.Fail, err.Error()
 		access.Fix = "open Messages on this Mac as the user the service runs as, and sign in; or set the line's chat_db"
 		return access, ident, nil
 	case err != nil && strings.Contains(err.Error(), "Full Disk Access"):
-		access.Status, access.Detail, access.Fix = checkFail, err.Error(), fdaFix()
+		access.Status, access.Detail, access.Fix = doctor.Fail, err.Error(), doctor.FullDiskAccessFix()
 		return access, ident, nil
 	case err != nil:
-		access.Status, access.Detail = checkFail, err.Error()
+		access.Status, access.Detail = doctor.Fail, err.Error()
 		return access, ident, nil
 	}
-	access.Status, access.Detail = checkOK, path+" can be read"
+	access.Status, access.Detail = doctor.OK, path+" can be read"
 
 	info := map[string]any{"path": path}
 	var facts []string
@@ -356,7 +307,7 @@ func chatDBChecks(ctx context.Context, configured string) (access, ident doctorC
 	newest, date, err2 := db.NewestRow(ctx)
 	ids, err3 := db.CallerIDs(ctx, 1000)
 	if err := errors.Join(err1, err2, err3); err != nil {
-		ident.Status, ident.Detail = checkFail, err.Error()
+		ident.Status, ident.Detail = doctor.Fail, err.Error()
 		return access, ident, nil
 	}
 	info["last_rowid"], info["newest_rowid"] = last, newest
@@ -367,7 +318,7 @@ func chatDBChecks(ctx context.Context, configured string) (access, ident doctorC
 	} else {
 		facts = append(facts, "no rows")
 	}
-	ident.Status, ident.Detail, ident.Info = checkOK, path+": "+strings.Join(facts, ", "), info
+	ident.Status, ident.Detail, ident.Info = doctor.OK, path+": "+strings.Join(facts, ", "), info
 	return access, ident, ids
 }
 
@@ -384,51 +335,44 @@ func byteSize(n int64) string {
 	return fmt.Sprintf("%.1f %cB", v, prefix[0])
 }
 
-// automationFix is the fix of macOS refusing Apple events to Messages.
-func automationFix() string {
-	return "System Settings → Privacy & Security → Automation: switch Messages on under " + executable() +
-		" (for the service) and under the terminal app (for doctor). If it is not listed, or was refused before, " +
-		"run `tccutil reset AppleEvents`, then send once from the same program to get the prompt again"
-}
-
 // automationCheck runs a harmless AppleScript that reaches Messages.
-func automationCheck(ctx context.Context, r messages.Runner) doctorCheck {
-	c := doctorCheck{Name: checkAutomation}
+func automationCheck(ctx context.Context, r messages.Runner) doctor.Check {
+	c := doctor.Check{Name: doctor.Automation}
 	err := messages.CheckAutomation(ctx, r, doctorScriptTimeout)
 	switch {
 	case err == nil:
-		c.Status, c.Detail = checkOK, "macOS lets this program control Messages"
+		c.Status, c.Detail = doctor.OK, "macOS lets this program control Messages"
 	case errors.Is(err, messages.ErrAutomationDenied):
-		c.Status, c.Detail, c.Fix = checkFail, "macOS does not let this program control Messages", automationFix()
+		c.Status, c.Detail, c.Fix = doctor.Fail, "macOS does not let this program control Messages", doctor.AutomationFix()
 		if se, ok := errors.AsType[*messages.ScriptError](err); ok {
 			c.Detail += fmt.Sprintf(" (%d): %s", se.Code, strings.TrimSpace(se.Stderr))
 		}
 	case errors.Is(err, messages.ErrTimedOut):
-		c.Status, c.Detail = checkFail, err.Error()
+		c.Status, c.Detail = doctor.Fail, err.Error()
 		c.Fix = "answer the prompt that asks to let the program control Messages, on the Mac's screen (Screen Sharing will do)"
 	default:
-		c.Status, c.Detail = checkFail, err.Error()
+		c.Status, c.Detail = doctor.Fail, err.Error()
 	}
 	return c
 }
 
 // pingCheck is the bridge's own ping of Messages.
-func pingCheck(ctx context.Context, r messages.Runner) doctorCheck {
-	c := doctorCheck{Name: checkMessages}
+func pingCheck(ctx context.Context, r messages.Runner) doctor.Check {
+	c := doctor.Check{Name: doctor.MessagesPing}
 	err := messages.NewSender(r, doctorPingTimeout).Ping(ctx)
 	switch {
 	case err == nil:
-		c.Status, c.Detail = checkOK, "Messages answers"
+		c.Status, c.Detail = doctor.OK, "Messages answers"
 	case errors.Is(err, messages.ErrNotRunning):
-		c.Status, c.Detail = checkFail, "Messages is not running"
+		c.Status, c.Detail = doctor.Fail, "Messages is not running"
 		c.Fix = "open Messages in the logged-in session (the daemon launches it when it is not running)"
 	case errors.Is(err, messages.ErrTimedOut):
-		c.Status, c.Detail = checkFail, err.Error()
+		c.Status, c.Detail = doctor.Fail, err.Error()
 		c.Fix = "Messages is hung: quit it (Force Quit if need be) and open it again"
 	case errors.Is(err, messages.ErrAutomationDenied):
-		c.Status, c.Detail, c.Fix = checkFail, err.Error(), automationFix()
+		c.Status, c.Detail, c.Fix = doctor.Fail, err.Error(), doctor.AutomationFix()
 	default:
-		c.Status, c.Detail = checkFail, err.Error()
+		c.Status, c.Detail = doctor.Fail, err.Error()
 	}
 	return c
 }
@@ -436,13 +380,13 @@ func pingCheck(ctx context.Context, r messages.Runner) doctorCheck {
 // accountCheck lists Messages' accounts: the line's service needs an
 // enabled one, and the line's handle should be one of the accounts or of
 // the addresses chat.db's rows use (its aliases).
-func accountCheck(ctx context.Context, r messages.Runner, l config.Line, callerIDs []string) doctorCheck {
-	c := doctorCheck{Name: checkAccount}
+func accountCheck(ctx context.Context, r messages.Runner, l config.Line, callerIDs []string) doctor.Check {
+	c := doctor.Check{Name: doctor.Account}
 	accts, err := messages.Accounts(ctx, r, doctorScriptTimeout)
 	if err != nil {
-		c.Status, c.Detail = checkFail, err.Error()
+		c.Status, c.Detail = doctor.Fail, err.Error()
 		if errors.Is(err, messages.ErrAutomationDenied) {
-			c.Fix = automationFix()
+			c.Fix = doctor.AutomationFix()
 		}
 		return c
 	}
@@ -483,13 +427,13 @@ func accountCheck(ctx context.Context, r messages.Runner, l config.Line, callerI
 	}
 	switch {
 	case !enabled:
-		c.Status, c.Detail = checkFail, fmt.Sprintf("no enabled %s account; %s", service, detail)
+		c.Status, c.Detail = doctor.Fail, fmt.Sprintf("no enabled %s account; %s", service, detail)
 		c.Fix = "sign Messages in to the line's Apple ID (Messages → Settings → iMessage); for SMS, turn on Text Message Forwarding to this Mac on the iPhone"
 	case !known:
-		c.Status, c.Detail = checkWarn, fmt.Sprintf("%s is neither an account nor an address of chat.db's latest rows; %s", l.Handle, detail)
+		c.Status, c.Detail = doctor.Warn, fmt.Sprintf("%s is neither an account nor an address of chat.db's latest rows; %s", l.Handle, detail)
 		c.Fix = "check that Messages is signed in to the Apple ID (or number) of the line"
 	default:
-		c.Status, c.Detail = checkOK, detail
+		c.Status, c.Detail = doctor.OK, detail
 	}
 	return c
 }
@@ -504,79 +448,34 @@ func stripAccountPrefix(s string) string {
 }
 
 // helperCheck is the private-API helper, as the daemon sees it.
-func helperCheck(l *api.Line, daemonErr error, port int) doctorCheck {
-	c := doctorCheck{Name: checkHelper}
+func helperCheck(l *api.Line, daemonErr error, port int) doctor.Check {
 	switch {
 	case daemonErr != nil:
-		c.Status, c.Detail = checkSkip, "the daemon does not answer (see daemon)"
-		return c
+		return doctor.Check{Name: doctor.Helper, Status: doctor.Skip, Detail: "the daemon does not answer (see daemon)"}
 	case l == nil:
-		c.Status, c.Detail = checkSkip, "the daemon does not serve this line (see daemon)"
-		return c
+		return doctor.Check{Name: doctor.Helper, Status: doctor.Skip, Detail: "the daemon does not serve this line (see daemon)"}
 	}
-	var can, cannot []string
-	for _, f := range slices.Sorted(maps.Keys(l.Capabilities)) {
-		if l.Capabilities[f].Available {
-			can = append(can, f)
-		} else if r := l.Capabilities[f].Reason; r != nil {
-			cannot = append(cannot, f+" ("+*r+")")
-		}
-	}
-	c.Info = map[string]any{"connected": l.AdvancedFeatures, "capabilities": l.Capabilities, "port": port}
-	if !l.AdvancedFeatures {
-		c.Status, c.Detail = checkWarn, fmt.Sprintf("not connected (optional): reactions, typing, read receipts and the other advanced features are off; it would connect to 127.0.0.1:%d", port)
-		c.Fix = "load BlueBubbles' helper bundle into Messages (it needs System Integrity Protection and library validation off: see BlueBubbles' install guide)"
-		return c
-	}
-	c.Status, c.Detail = checkOK, "connected; the line can: "+strings.Join(can, ", ")
-	if len(cannot) > 0 {
-		c.Detail += "; cannot: " + strings.Join(cannot, ", ")
-	}
-	return c
+	return doctor.HelperCheck(l, port)
 }
 
 // daemonCheck is the running daemon's view of the line.
-func daemonCheck(l *api.Line, daemonErr error, socket string) doctorCheck {
-	c := doctorCheck{Name: checkDaemon}
+func daemonCheck(l *api.Line, daemonErr error, socket string) doctor.Check {
+	c := doctor.Check{Name: doctor.Daemon}
 	switch {
 	case errors.Is(daemonErr, adminsock.ErrDaemonNotRunning):
-		c.Status, c.Detail = checkFail, "the daemon is not running (no answer on "+socket+")"
+		c.Status, c.Detail = doctor.Fail, "the daemon is not running (no answer on "+socket+")"
 		c.Fix = "start it: `blueline start` (the installed service) or `blueline serve`; its log says why it stopped"
 		return c
 	case daemonErr != nil:
-		c.Status, c.Detail = checkFail, fmt.Sprintf("the daemon does not answer on %s: %v", socket, daemonErr)
+		c.Status, c.Detail = doctor.Fail, fmt.Sprintf("the daemon does not answer on %s: %v", socket, daemonErr)
 		c.Fix = "start it: `blueline start` (the installed service) or `blueline serve`; its log says why it stopped"
 		return c
 	case l == nil:
-		c.Status, c.Detail = checkFail, "the running daemon does not serve this line"
+		c.Status, c.Detail = doctor.Fail, "the running daemon does not serve this line"
 		c.Fix = "`blueline restart`, so that the daemon reads the configuration again"
 		return c
-	case l.Health == nil:
-		c.Status, c.Detail = checkWarn, "running; the line reports no health"
-		return c
 	}
-	c.Info = map[string]any{"summary": l.Health.Summary, "active": l.IsActive}
-	problems := messages.HealthProblems(l.Health.Summary)
-	if len(problems) == 0 {
-		c.Status, c.Detail = checkOK, "running: "+l.Health.Summary
-		return c
-	}
-	c.Status, c.Detail = checkFail, "running, but "+strings.Join(problems, ", ")+" ("+l.Health.Summary+")"
-	var fixes []string
-	for _, p := range problems {
-		switch {
-		case strings.HasPrefix(p, "chat.db"):
-			fixes = append(fixes, fdaFix())
-		case strings.HasPrefix(p, "Automation denied"):
-			fixes = append(fixes, automationFix())
-		case strings.HasPrefix(p, "Automation"):
-			fixes = append(fixes, "answer the Automation prompt on the Mac's screen (Screen Sharing will do)")
-		default:
-			fixes = append(fixes, "quit Messages (Force Quit if need be): the daemon launches it again")
-		}
-	}
-	c.Fix = strings.Join(fixes, "; ")
-	return c
+	return doctor.DaemonCheck(l)
 }
 
 // trace records what Messages writes to the line's chat.db into path for
@@ -592,7 +491,7 @@ func (a *app) trace(ctx context.Context, l config.Line, path string, d time.Dura
 	db, err := chatdb.Open(ctx, dbPath)
 	if err != nil {
 		if strings.Contains(err.Error(), "Full Disk Access") {
-			return fmt.Errorf("%w\nfix: %s", err, fdaFix())
+			return fmt.Errorf("%w\nfix: %s", err, doctor.FullDiskAccessFix())
 		}
 		return err
 	}

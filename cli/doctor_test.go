@@ -16,6 +16,7 @@ import (
 	"github.com/blueline-app/blueline/bridge/messages/chatdb"
 	"github.com/blueline-app/blueline/bridge/messages/chatdb/chatdbtest"
 	"github.com/blueline-app/blueline/daemontest"
+	"github.com/blueline-app/blueline/doctor"
 	"github.com/blueline-app/blueline/testkit"
 )
 
@@ -101,7 +102,7 @@ func statuses(r doctorReport, line string) map[string]string {
 	return out
 }
 
-func check(t *testing.T, r doctorReport, line, name string) doctorCheck {
+func check(t *testing.T, r doctorReport, line, name string) doctor.Check {
 	t.Helper()
 	for _, c := range r.Checks {
 		if c.Line == line && c.Name == name {
@@ -109,7 +110,7 @@ func check(t *testing.T, r doctorReport, line, name string) doctorCheck {
 		}
 	}
 	t.Fatalf("no check %s of %q in %+v", name, line, r)
-	return doctorCheck{}
+	return doctor.Check{}
 }
 
 // On Linux, with the daemon running a Messages line on a fixture chat.db:
@@ -127,33 +128,33 @@ func TestDoctorOnLinux(t *testing.T) {
 		t.Fatalf("exit %d, ok %v, stderr %q: %+v", code, r.OK, errOut, r)
 	}
 	want := map[string]string{
-		checkFullDiskAccess: checkOK, checkChatDB: checkOK,
-		checkAutomation: checkSkip, checkMessages: checkSkip, checkAccount: checkSkip,
-		checkHelper: checkWarn, checkDaemon: checkOK,
+		doctor.FullDiskAccess: doctor.OK, doctor.ChatDB: doctor.OK,
+		doctor.Automation: doctor.Skip, doctor.MessagesPing: doctor.Skip, doctor.Account: doctor.Skip,
+		doctor.Helper: doctor.Warn, doctor.Daemon: doctor.OK,
 	}
 	if got := statuses(r, doctorLine); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("checks %v, want %v", got, want)
 	}
-	if got := statuses(r, ""); fmt.Sprint(got) != fmt.Sprint(map[string]string{checkMacOS: checkSkip}) {
+	if got := statuses(r, ""); fmt.Sprint(got) != fmt.Sprint(map[string]string{doctor.MacOSVersion: doctor.Skip}) {
 		t.Errorf("host checks %v", got)
 	}
-	for _, name := range []string{checkMacOS, checkAutomation} {
+	for _, name := range []string{doctor.MacOSVersion, doctor.Automation} {
 		line := doctorLine
-		if name == checkMacOS {
+		if name == doctor.MacOSVersion {
 			line = ""
 		}
 		if c := check(t, r, line, name); c.Detail != notOnMac {
 			t.Errorf("%s: %q, want %q", name, c.Detail, notOnMac)
 		}
 	}
-	db := check(t, r, doctorLine, checkChatDB)
+	db := check(t, r, doctorLine, doctor.ChatDB)
 	if db.Info["path"] != mac.db.Path() || db.Info["last_rowid"] != float64(1) || db.Info["newest_date"] == nil || db.Info["inode"] == nil {
 		t.Errorf("chat_db: %+v", db)
 	}
-	if c := check(t, r, doctorLine, checkDaemon); !strings.Contains(c.Detail, "running: chat.db readable") {
+	if c := check(t, r, doctorLine, doctor.Daemon); !strings.Contains(c.Detail, "running: chat.db readable") {
 		t.Errorf("daemon: %+v", c)
 	}
-	if c := check(t, r, doctorLine, checkHelper); c.Info["connected"] != false || !strings.Contains(c.Fix, "helper bundle") {
+	if c := check(t, r, doctorLine, doctor.Helper); c.Info["connected"] != false || !strings.Contains(c.Fix, "helper bundle") {
 		t.Errorf("helper: %+v", c)
 	}
 
@@ -187,18 +188,18 @@ func TestDoctorWithStandInOsascript(t *testing.T) {
 		t.Fatalf("exit %d, ok %v, stderr %q", code, r.OK, errOut)
 	}
 	want := map[string]string{
-		checkFullDiskAccess: checkOK, checkChatDB: checkOK,
-		checkAutomation: checkOK, checkMessages: checkOK, checkAccount: checkOK,
-		checkHelper: checkSkip, checkDaemon: checkFail,
+		doctor.FullDiskAccess: doctor.OK, doctor.ChatDB: doctor.OK,
+		doctor.Automation: doctor.OK, doctor.MessagesPing: doctor.OK, doctor.Account: doctor.OK,
+		doctor.Helper: doctor.Skip, doctor.Daemon: doctor.Fail,
 	}
 	if got := statuses(r, doctorLine); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("checks %v, want %v", got, want)
 	}
-	acct := check(t, r, doctorLine, checkAccount)
+	acct := check(t, r, doctorLine, doctor.Account)
 	if !strings.Contains(acct.Detail, "iMessage E:owner@example.com (enabled, connected); SMS +15550000009 (enabled, connected)") {
 		t.Errorf("account: %+v", acct)
 	}
-	if c := check(t, r, doctorLine, checkDaemon); !strings.Contains(c.Detail, "the daemon is not running (no answer on ") || !strings.Contains(c.Fix, "blueline start") {
+	if c := check(t, r, doctorLine, doctor.Daemon); !strings.Contains(c.Detail, "the daemon is not running (no answer on ") || !strings.Contains(c.Fix, "blueline start") {
 		t.Errorf("daemon: %+v", c)
 	}
 }
@@ -225,7 +226,7 @@ func TestDoctorAutomationDenied(t *testing.T) {
 		}
 	}
 	r, _, _ := doctorJSON(t, d.ConfigPath())
-	if c := check(t, r, doctorLine, checkAutomation); c.Status != checkFail || !strings.Contains(c.Fix, "tccutil reset AppleEvents") {
+	if c := check(t, r, doctorLine, doctor.Automation); c.Status != doctor.Fail || !strings.Contains(c.Fix, "tccutil reset AppleEvents") {
 		t.Errorf("automation: %+v", c)
 	}
 }

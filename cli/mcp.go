@@ -2,7 +2,10 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -14,7 +17,7 @@ import (
 // mcpCommand serves Blueline's MCP tools over stdio, for desktop agents.
 func (a *app) mcpCommand() *cobra.Command {
 	var api apiFlags // --base-url and --owner, as the client commands have them
-	var attachDir string
+	var attachDir, cursorFile string
 	var allowPrivate bool
 	c := &cobra.Command{
 		Use:   "mcp",
@@ -36,13 +39,25 @@ agent must not be talked into sending them any file you can read.
 
 The agent follows the API's rules: a line may message only contacts who
 wrote first (the sandbox: its paired phone), within the key's request limit
-and the sandbox's daily quota.`,
+and the sandbox's daily quota.
+
+A host that subscribes to blueline://lines/{line}/needing-reply is told when
+a contact writes on that line; the position in the event stream is kept in
+--cursor-file, so that what arrives while this command is not running is
+told when it starts again.`,
 		Example: `  blueline mcp
   blueline mcp --owner you@example.com --attach-dir ~/Blueline/outbox
   BLUELINE_API_KEY=sk_live_… blueline mcp --base-url https://blueline.example.com`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts := mcpserver.Options{AttachDir: attachDir, AllowPrivateURLs: allowPrivate, Version: a.build.Version}
+			if cursorFile == "" {
+				dir, err := os.UserConfigDir()
+				if err != nil {
+					return fmt.Errorf("--cursor-file: %w", err)
+				}
+				cursorFile = filepath.Join(dir, "blueline", "mcp.cursor")
+			}
+			opts := mcpserver.Options{AttachDir: attachDir, AllowPrivateURLs: allowPrivate, Version: a.build.Version, CursorFile: cursorFile}
 			conn, err := a.connect(&api, nil)
 			if err != nil {
 				return err
@@ -69,6 +84,7 @@ and the sandbox's daily quota.`,
 	f.StringVar(&api.baseURL, "base-url", "", "the daemon's URL, to reach it over the network with $"+envAPIKey+" (default $"+envBaseURL+"; none: the local daemon, through its admin socket)")
 	f.StringVar(&attachDir, "attach-dir", "", "allow attaching local files from this folder only (default: none)")
 	f.BoolVar(&allowPrivate, "allow-private-urls", false, "allow attachment URLs on loopback and private addresses")
+	f.StringVar(&cursorFile, "cursor-file", "", "where subscriptions keep their place in the event stream (default: blueline/mcp.cursor in the user's configuration folder)")
 	return c
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/blueline-app/blueline/fleet"
 	"github.com/blueline-app/blueline/fleet/control"
 	"github.com/blueline-app/blueline/metrics"
+	"github.com/blueline-app/blueline/search"
 	"github.com/blueline-app/blueline/storage"
 )
 
@@ -39,6 +40,7 @@ const ShutdownTimeout = 10 * time.Second
 type Daemon struct {
 	log      *slog.Logger
 	db       *storage.DB
+	search   *search.Index // the full-text index of the messages, beside db
 	lines    []storage.Line
 	sim      *sim.Network
 	bridges  map[string]bridge.Bridge // by line ID
@@ -79,6 +81,10 @@ func Start(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Op
 		return nil, err
 	}
 	undo = append(undo, d.db.Close)
+	if d.search, err = search.Open(ctx, filepath.Join(cfg.DataDir(), "search.db"), d.db, log); err != nil {
+		return nil, err
+	}
+	undo = append(undo, d.search.Close)
 	if d.lines, err = d.db.SyncLines(ctx, configuredLines(cfg)); err != nil {
 		return nil, err
 	}
@@ -151,7 +157,7 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	if d.fleet != nil {
 		err = errors.Join(err, d.fleet.Close())
 	}
-	return errors.Join(err, d.db.Close())
+	return errors.Join(err, d.search.Close(), d.db.Close())
 }
 
 // Option adjusts how Start builds a daemon.

@@ -57,6 +57,7 @@ func (d *Daemon) newServer(cfg *config.Config, mtr *metrics.Metrics, guards guar
 		StreamsPerKey:   cfg.Limits.StreamsPerKey,
 		StreamLifetime:  cfg.Limits.StreamLifetime.Duration,
 		Events:          d.eventLog(),
+		Search:          d.search,
 	}, d.log)
 }
 

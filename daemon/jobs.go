@@ -56,6 +56,7 @@ func (d *Daemon) newJobs(cfg *config.Config, mtr *metrics.Metrics, guards guardS
 	}, d.log)
 	js := &jobs{all: []*job{
 		{name: "delivery worker", run: worker.Run, ready: "delivery", reason: "the delivery worker stopped (see the log)"},
+		{name: "search index", run: func(ctx context.Context) error { d.search.Run(ctx); return nil }},
 	}}
 	if d.fleet == nil {
 		dispatcher := webhook.New(d.db, render, hookOpts, d.log)

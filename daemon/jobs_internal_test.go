@@ -54,7 +54,7 @@ func TestJobsTable(t *testing.T) {
 	for _, j := range d.jobs.all {
 		names = append(names, j.name)
 	}
-	want := []string{"delivery worker", "webhook dispatcher", "bridge", "purge events", "purge webhook deliveries",
+	want := []string{"delivery worker", "search index", "webhook dispatcher", "bridge", "purge events", "purge webhook deliveries",
 		"purge idempotency keys", "purge expired dashboard sign-ins", "purge ended takeovers and chat leases", "purge expired drafts"}
 	if strings.Join(names, "|") != strings.Join(want, "|") {
 		t.Errorf("jobs = %q, want %q (the sim network is one bridge for both lines)", names, want)

@@ -306,8 +306,11 @@ func retry(ctx context.Context, attempt time.Duration, f func(ctx context.Contex
 }
 
 // retryIf is retry with again telling which errors are worth another try.
+// Each attempt after a timeout gets twice as long, up to 16 times the
+// first: a host so loaded that JetStream answers in more than attempt
+// (a cluster forming on a busy Mac) would otherwise never be answered.
 func retryIf(ctx context.Context, attempt time.Duration, f func(ctx context.Context) error, again func(error) bool) error {
-	wait := 25 * time.Millisecond
+	wait, longest := 25*time.Millisecond, 16*attempt
 	for {
 		actx, cancel := context.WithTimeout(ctx, attempt)
 		err := f(actx)
@@ -324,6 +327,9 @@ func retryIf(ctx context.Context, attempt time.Duration, f func(ctx context.Cont
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, time.Second)
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
+			attempt = min(2*attempt, longest)
+		}
 	}
 }
 

@@ -66,8 +66,9 @@ type Options struct {
 	// StartTimeout bounds Start's wait for JetStream to be ready and its
 	// buckets and stream to be provisioned. Default 60s.
 	StartTimeout time.Duration
-	// AttemptTimeout bounds each JetStream call within the retries of Start
-	// (and the directory's writes). Default 500ms.
+	// AttemptTimeout bounds the first try of each JetStream call within the
+	// retries of Start (and the directory's writes); each try after a
+	// timeout gets twice as long, up to 16 times it. Default 500ms.
 	AttemptTimeout time.Duration
 
 	// EventsMaxAge and EventsMaxBytes are the events stream's limits.

@@ -7,8 +7,11 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/blueline-app/blueline/client/api"
 )
 
 // linesURI is the resource of the lines a key may use and what it may do
@@ -34,6 +37,10 @@ type LineUse struct {
 	// has not, each with why.
 	Available   []string          `json:"available"`
 	Unavailable map[string]string `json:"unavailable"`
+	// Guard is the line's Apple ID guard and its standing today, as GET
+	// /v1/lines shows it; GuardStanding says it in words.
+	Guard         api.LineGuard `json:"guard"`
+	GuardStanding string        `json:"guard_standing"`
 }
 
 // LinesGuide is the lines resource.
@@ -46,8 +53,11 @@ type LinesGuide struct {
 // lineTools are the tools of a line whatever it can do, and those that
 // need a feature.
 var (
-	lineTools    = []string{"list_chats", "read_messages", "send_message", "wait_for_message"}
-	featureTools = []struct{ tool, feature string }{{"react", "reactions"}, {"set_typing", "typing"}, {"mark_read", "receipts"}}
+	lineTools    = []string{"list_chats", "read_messages", "send_message", "wait_for_message", "chats_needing_reply", "search_messages"}
+	featureTools = []struct{ tool, feature string }{{"react", "reactions"}, {"set_typing", "typing"}, {"mark_read", "receipts"},
+		{"edit_message", "edit"}, {"unsend_message", "unsend"}, {"create_group", "groups"}, {"rename_group", "groups"},
+		{"add_group_participant", "groups"}, {"remove_group_participant", "groups"}, {"leave_group", "groups"},
+		{"check_availability", "availability"}}
 )
 
 func (t *tools) addLines(s *mcp.Server) {
@@ -72,7 +82,8 @@ func (t *tools) guide(ctx context.Context, extra *mcp.RequestExtra) (LinesGuide,
 	g := LinesGuide{Lines: make([]LineUse, len(lines)), Rules: rules(t.opts)}
 	for i, l := range lines {
 		u := LineUse{Handle: l.Handle, ID: l.ID, Label: l.Label, Service: l.Service, IsActive: l.IsActive, IsSandbox: l.IsSandbox,
-			Tools: slices.Clone(lineTools), Available: []string{}, Unavailable: map[string]string{}}
+			Tools: slices.Clone(lineTools), Available: []string{}, Unavailable: map[string]string{},
+			Guard: l.Guard, GuardStanding: guardStanding(l.Guard)}
 		for _, name := range slices.Sorted(maps.Keys(l.Capabilities)) {
 			cp := l.Capabilities[name]
 			switch {
@@ -145,7 +156,29 @@ func (g LinesGuide) text() string {
 		for _, name := range slices.Sorted(maps.Keys(l.Unavailable)) {
 			fmt.Fprintf(&b, "  Cannot %s: %s.\n", name, l.Unavailable[name])
 		}
+		fmt.Fprintf(&b, "  Apple ID guard: %s.\n", l.GuardStanding)
 	}
 	fmt.Fprintf(&b, "\nThe key's scopes apply too: a tool it lacks a scope for answers insufficient_scope.\n\n%s\n", g.Rules)
 	return b.String()
+}
+
+// guardStanding says a line's guard and how much of today's caps is left,
+// so that an agent paces itself before a send is refused.
+func guardStanding(g api.LineGuard) string {
+	if !g.Enabled {
+		return "off (no pace or caps on this line)"
+	}
+	parts := []string{fmt.Sprintf("on: one message every %s", time.Duration(g.PaceMS)*time.Millisecond)}
+	if g.Limits.MaxRatio > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d messages sent today (%d per message received, %d received)",
+			g.Today.Sent, g.SentAllowed(), g.Limits.MaxRatio, g.Today.Received))
+	}
+	if g.Limits.MaxColdContacts > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d cold contacts messaged today", g.Today.ColdContacts, g.Limits.MaxColdContacts))
+	}
+	if g.Limits.MaxUnanswered > 0 {
+		parts = append(parts, fmt.Sprintf("at most %d messages to a chat until its contact answers", g.Limits.MaxUnanswered))
+	}
+	parts = append(parts, "the day's counts reset at "+time.UnixMilli(g.Today.ResetsAt).UTC().Format(time.RFC3339))
+	return strings.Join(parts, "; ")
 }

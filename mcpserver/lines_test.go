@@ -177,7 +177,7 @@ func TestLinesResource(t *testing.T) {
 				byHandle[l.Handle] = l
 			}
 			main, plain := byHandle[mainLine], byHandle[plainLine]
-			for _, tool := range []string{"send_message", "react", "set_typing", "mark_read", "wait_for_message"} {
+			for _, tool := range []string{"send_message", "react", "set_typing", "mark_read", "wait_for_message", "edit_message", "unsend_message", "create_group", "check_availability"} {
 				if !slices.Contains(main.Tools, tool) {
 					t.Errorf("%s lacks %s: %+v", mainLine, tool, main)
 				}
@@ -185,7 +185,7 @@ func TestLinesResource(t *testing.T) {
 			if !slices.Contains(main.Available, "emoji_reactions") || len(main.Unavailable) != 0 {
 				t.Errorf("%s: %+v", mainLine, main)
 			}
-			if slices.Contains(plain.Tools, "react") || !slices.Contains(plain.Tools, "send_message") ||
+			if slices.Contains(plain.Tools, "react") || slices.Contains(plain.Tools, "create_group") || !slices.Contains(plain.Tools, "send_message") ||
 				!strings.Contains(plain.Unavailable["reactions"], "advanced features are off") {
 				t.Errorf("%s: %+v", plainLine, plain)
 			}
@@ -211,15 +211,7 @@ func TestLinesResource(t *testing.T) {
 	}
 	// A key of one line sees that line (and the sandbox line, as GET
 	// /v1/lines lists it), not the others.
-	cs := td.httpAgent(td.key("", plainLine), nil)
-	read, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "blueline://lines"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var g mcpserver.LinesGuide
-	if err := json.Unmarshal([]byte(read.Contents[0].Text), &g); err != nil {
-		t.Fatal(err)
-	}
+	g := readGuide(t, td.httpAgent(td.key("", plainLine), nil))
 	var handles []string
 	for _, l := range g.Lines {
 		if !l.IsSandbox {
@@ -227,6 +219,6 @@ func TestLinesResource(t *testing.T) {
 		}
 	}
 	if !slices.Equal(handles, []string{plainLine}) {
-		t.Errorf("a key of %s: %s", plainLine, read.Contents[0].Text)
+		t.Errorf("a key of %s: %+v", plainLine, g.Lines)
 	}
 }

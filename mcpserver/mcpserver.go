@@ -1,10 +1,14 @@
 // Package mcpserver is Blueline's MCP server (Model Context Protocol, on
 // the official Go SDK): the tools an AI agent needs to hold a conversation
 // on a line — list lines and chats, read a chat, send (text, an attachment,
-// a reply), react, show typing, mark read, check an outbox item, and wait
-// for the contact's next message — and, as a resource (blueline://lines)
-// and a prompt (lines), the lines the key may use and which tools work on
-// each, so that an agent knows before it tries.
+// a reply, later), react, show typing, mark read, edit and unsend, groups,
+// availability, check or cancel an outbox item, wait for the contact's next
+// message, find the chats needing a reply, search, diagnose — and, as a
+// resource (blueline://lines) and a prompt (lines), the lines the key may
+// use and which tools work on each, so that an agent knows before it
+// tries. What contacts wrote reaches the model marked untrusted
+// (untrusted.go); over stdio a host may subscribe to a line's chats
+// needing a reply (push.go).
 //
 // Every tool acts through Blueline's HTTP API with the typed client
 // (package client), so an agent is held to exactly what its key may do:
@@ -68,6 +72,12 @@ type Options struct {
 	Done <-chan struct{}
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// CursorFile, when set, offers resource subscriptions: a host that
+	// subscribes to a line's blueline://lines/{line}/needing-reply is told
+	// when a contact writes on the line, the server following the event
+	// stream from the position it keeps in this file. Empty offers none
+	// (the stateless HTTP endpoint cannot push).
+	CursorFile string
 }
 
 // Limits on the wait tool's timeout, in seconds: 0 does not wait.
@@ -90,13 +100,29 @@ func New(opts Options) *mcp.Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "blueline", Title: "Blueline", Version: opts.Version},
-		&mcp.ServerOptions{Instructions: instructions(opts), Capabilities: &mcp.ServerCapabilities{}})
 	t := &tools{opts: opts}
+	so := &mcp.ServerOptions{Instructions: instructions(opts), Capabilities: &mcp.ServerCapabilities{}}
+	var push *pusher
+	if opts.CursorFile != "" {
+		push = &pusher{t: t, file: opts.CursorFile, since: opts.Now()}
+		so.SubscribeHandler, so.UnsubscribeHandler = push.subscribe, push.unsubscribe
+		so.Capabilities.Resources = &mcp.ResourceCapabilities{Subscribe: true, ListChanged: true}
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "blueline", Title: "Blueline", Version: opts.Version}, so)
+	if push != nil {
+		push.srv = s
+	}
 	s.AddReceivingMiddleware(checkBounds)
 	t.add(s)
 	t.addLines(s)
 	t.addApprovals(s)
+	t.addChanges(s)
+	t.addGroups(s)
+	t.addAvailability(s)
+	t.addNeedReply(s)
+	t.addDiagnose(s)
+	t.addSearch(s)
+	t.addPush(s)
 	return s
 }
 
@@ -105,7 +131,7 @@ func New(opts Options) *mcp.Server {
 func instructions(opts Options) string {
 	return "Blueline sends and receives iMessage/SMS texts through lines (phone numbers or account handles). " +
 		"Typical loop: list_lines, list_chats, read_messages, then send_message and wait_for_message (pass its cursor along). " +
-		rules(opts)
+		untrustedNote + " " + rules(opts)
 }
 
 // rules states the contact-first rule and the pace an agent must keep.
@@ -165,9 +191,6 @@ type Line = api.Line
 // Chat is a chat as the tools show it.
 type Chat = api.Chat
 
-// Message is a message as the tools show it.
-type Message = api.Message
-
 // Outbox is a write on its way out: an outbox item without its payload.
 type Outbox struct {
 	ID          string  `json:"id" jsonschema:"the outbox item ID (obx_…): pass it to get_outbox_item"`
@@ -179,6 +202,8 @@ type Outbox struct {
 	CreatedAt   int64   `json:"created_at" jsonschema:"Unix milliseconds"`
 	CompletedAt *int64  `json:"completed_at" jsonschema:"Unix milliseconds, when it was sent or failed"`
 	Replayed    bool    `json:"replayed,omitempty" jsonschema:"true when an earlier call with the same idempotency_key was answered and nothing was sent again"`
+	ChatID      *string `json:"chat_id,omitempty" jsonschema:"the chat it acts in; for create_group, the new group's once the network has created it"`
+	SendAt      *int64  `json:"send_at,omitempty" jsonschema:"Unix milliseconds: when a scheduled send falls due"`
 	// Approval and ApprovalExpiresAt are a draft's (approvals.go).
 	Approval          string `json:"approval,omitempty" jsonschema:"waiting: a draft the line's owner must approve before it is sent (wait_for_outbox_item tells the outcome); approved, declined or expired once answered; absent when no approval was needed"`
 	ApprovalExpiresAt int64  `json:"approval_expires_at,omitempty" jsonschema:"Unix milliseconds, when a waiting draft expires"`
@@ -186,7 +211,8 @@ type Outbox struct {
 
 func outboxOf(item *api.OutboxItem, replayed bool) Outbox {
 	out := Outbox{ID: item.ID, LineID: item.LineID, Status: item.Status, Error: item.Error, Attempts: item.Attempts,
-		MaxAttempts: item.MaxAttempts, CreatedAt: item.CreatedAt, CompletedAt: item.CompletedAt, Replayed: replayed}
+		MaxAttempts: item.MaxAttempts, CreatedAt: item.CreatedAt, CompletedAt: item.CompletedAt, Replayed: replayed,
+		ChatID: item.ChatID, SendAt: item.SendAt}
 	if item.Approval != nil {
 		out.Approval = *item.Approval
 	}
@@ -232,6 +258,7 @@ type (
 		Attachment     string `json:"attachment,omitempty" jsonschema:"one file to attach: a file_ ID already uploaded, an http(s) URL the server fetches, or (only when the server allows it) a local file path"`
 		ReplyTo        string `json:"reply_to,omitempty" jsonschema:"answer a message of the same chat: its msg_ ID or GUID"`
 		IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"any unique string; calling again with the same key and request sends nothing twice (24 hours)"`
+		SendAt         string `json:"send_at,omitempty" jsonschema:"schedule the send: an RFC 3339 time with its offset (e.g. 2026-05-01T09:30:00+02:00), up to 30 days ahead; omitted sends at once. cancel_outbox_item cancels it until then"`
 	}
 
 	ReactInput struct {
@@ -281,6 +308,8 @@ type intRange struct{ min, max, def int }
 // argument: the API's for a page, the wait's own for a timeout.
 var bounded = map[string]map[string]intRange{
 	"list_chats":            {"limit": {1, maxLimit, defaultLimit}},
+	"chats_needing_reply":   {"limit": {1, maxLimit, defaultLimit}},
+	"search_messages":       {"limit": {1, maxLimit, defaultLimit}},
 	"read_messages":         {"limit": {1, maxLimit, defaultLimit}},
 	"wait_for_message":      {"timeout_seconds": {0, MaxWaitSeconds, DefaultWaitSeconds}},
 	"wait_for_outbox_item":  {"timeout_seconds": {0, MaxWaitSeconds, DefaultWaitSeconds}},
@@ -359,10 +388,10 @@ func (t *tools) add(s *mcp.Server) {
 			"the " + linesURI + " resource says the same as which tools work on which line."}, t.listLines)
 	mcp.AddTool(s, &mcp.Tool{Name: "list_chats", Annotations: readOnly(), InputSchema: inputSchema[ListChatsInput]("list_chats", nil),
 		Description: "List a line's chats, most recent first. has_received_inbound tells whether the contact has written first, " +
-			"which a send needs (contact-first rule)."}, t.listChats)
+			"which a send needs (contact-first rule). " + untrustedNote}, t.listChats)
 	mcp.AddTool(s, &mcp.Tool{Name: "read_messages", Annotations: readOnly(), InputSchema: inputSchema[ReadMessagesInput]("read_messages", nil),
 		Description: "Read a chat's most recent messages, oldest first. is_from_me is true for the line's own. " +
-			"Pass wait_cursor to wait_for_message to be told of anything arriving after this read."}, t.readMessages)
+			"Pass wait_cursor to wait_for_message to be told of anything arriving after this read. " + untrustedNote}, t.readMessages)
 	mcp.AddTool(s, &mcp.Tool{Name: "send_message", Annotations: writes(),
 		Description: "Send a text message (optionally one attachment, optionally as a reply) from a line. " +
 			"The answer is an outbox item, pending: delivery is asynchronous (get_outbox_item tells when it is sent). " +
@@ -392,7 +421,7 @@ func (t *tools) add(s *mcp.Server) {
 			"Only messages contacts wrote are returned, never the line's own; by default only live ones of known senders " +
 			"(include_catch_up, include_filtered for more). Pass the cursor of the previous call " +
 			"(or read_messages' wait_cursor) so nothing that arrived between calls is missed. On timed_out, wait again or stop; " +
-			"answering is up to you, once per message. Needs a key with the webhooks:read and messages:read scopes (it follows the API's event stream, one of the key's few streams while it waits)."}, t.wait)
+			"answering is up to you, once per message. Needs a key with the webhooks:read and messages:read scopes (it follows the API's event stream, one of the key's few streams while it waits). " + untrustedNote}, t.wait)
 	t.addSelfChat(s)
 }
 
@@ -427,7 +456,7 @@ func (t *tools) listChats(ctx context.Context, req *mcp.CallToolRequest, in List
 	if out.Chats == nil {
 		out.Chats = []Chat{}
 	}
-	return nil, out, nil
+	return untrusted(out), out, nil
 }
 
 func (t *tools) readMessages(ctx context.Context, req *mcp.CallToolRequest, in ReadMessagesInput) (*mcp.CallToolResult, ReadMessagesOutput, error) {
@@ -444,9 +473,10 @@ func (t *tools) readMessages(ctx context.Context, req *mcp.CallToolRequest, in R
 	}
 	msgs := make([]Message, len(page.Data))
 	for i, m := range page.Data {
-		msgs[len(msgs)-1-i] = m // the API answers newest first
+		msgs[len(msgs)-1-i] = messageOf(m) // the API answers newest first
 	}
-	return nil, ReadMessagesOutput{Messages: msgs, OlderCursor: client.NextCursor(page), WaitCursor: readCursor(start, page.Data)}, nil
+	out := ReadMessagesOutput{Messages: msgs, OlderCursor: client.NextCursor(page), WaitCursor: readCursor(start, page.Data)}
+	return untrusted(out), out, nil
 }
 
 func (t *tools) sendMessage(ctx context.Context, req *mcp.CallToolRequest, in SendMessageInput) (*mcp.CallToolResult, Outbox, error) {
@@ -457,7 +487,11 @@ func (t *tools) sendMessage(ctx context.Context, req *mcp.CallToolRequest, in Se
 	if err != nil {
 		return nil, Outbox{}, err
 	}
-	p := client.MessageSendParams{From: in.Line, To: in.To, Text: in.Text, ReplyTo: in.ReplyTo, IdempotencyKey: in.IdempotencyKey}
+	at, err := sendAt(in.SendAt)
+	if err != nil {
+		return nil, Outbox{}, err
+	}
+	p := client.MessageSendParams{From: in.Line, To: in.To, Text: in.Text, ReplyTo: in.ReplyTo, IdempotencyKey: in.IdempotencyKey, SendAt: at}
 	if in.Attachment != "" {
 		if !strings.HasPrefix(in.Attachment, "file_") && t.opts.Check != nil {
 			// The upload and the send would need these.
@@ -499,27 +533,15 @@ func (t *tools) react(ctx context.Context, req *mcp.CallToolRequest, in ReactInp
 }
 
 func (t *tools) setTyping(ctx context.Context, req *mcp.CallToolRequest, in TypingInput) (*mcp.CallToolResult, Outbox, error) {
-	c, err := t.client(req.Extra)
-	if err != nil {
-		return nil, Outbox{}, err
-	}
-	item, err := c.Typing.Send(ctx, client.TypingSendParams{From: in.Line, To: in.Chat, State: in.State})
-	if err != nil {
-		return nil, Outbox{}, apiError(err)
-	}
-	return nil, outboxOf(&item.OutboxItem, item.Replayed), nil
+	return t.write(req, func(c *client.Client) (*client.Accepted, error) {
+		return c.Typing.Send(ctx, client.TypingSendParams{From: in.Line, To: in.Chat, State: in.State})
+	})
 }
 
 func (t *tools) markRead(ctx context.Context, req *mcp.CallToolRequest, in MarkReadInput) (*mcp.CallToolResult, Outbox, error) {
-	c, err := t.client(req.Extra)
-	if err != nil {
-		return nil, Outbox{}, err
-	}
-	item, err := c.Receipts.Send(ctx, client.ReceiptSendParams{From: in.Line, To: in.Chat})
-	if err != nil {
-		return nil, Outbox{}, apiError(err)
-	}
-	return nil, outboxOf(&item.OutboxItem, item.Replayed), nil
+	return t.write(req, func(c *client.Client) (*client.Accepted, error) {
+		return c.Receipts.Send(ctx, client.ReceiptSendParams{From: in.Line, To: in.Chat})
+	})
 }
 
 func (t *tools) getOutbox(ctx context.Context, req *mcp.CallToolRequest, in GetOutboxInput) (*mcp.CallToolResult, Outbox, error) {

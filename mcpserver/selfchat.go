@@ -23,7 +23,7 @@ func (t *tools) addSelfChat(s *mcp.Server) {
 		InputSchema: inputSchema[SelfWaitInput]("wait_for_self_message", nil),
 		Description: "Wait for the next message the line's owner writes in their chat with themselves (the Messages chat with their own " +
 			"phone number or e-mail address), up to timeout_seconds (0: do not wait, only check). That chat is the owner's channel to you: " +
-			"unlike contacts' messages, these come from the owner. Your own sends into that chat (send_message to the owner's handle) " +
+			"unlike contacts' messages, these come from the owner (untrusted: false). Your own sends into that chat (send_message to the owner's handle) " +
 			"are never returned here, so answering does not make you answer yourself. Pass the cursor of the previous call so nothing " +
 			"is missed between calls. Needs a key with the webhooks:read and messages:read scopes."}, t.waitSelf)
 }

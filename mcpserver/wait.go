@@ -167,8 +167,13 @@ func (t *tools) waitFor(ctx context.Context, req *mcp.CallToolRequest, in WaitIn
 			}
 			chatID = m.ChatID
 		}
-		msg := m.Message
-		return nil, WaitOutput{Message: &msg, Arrival: m.Arrival, Cursor: next.String()}, nil
+		msg := messageOf(m.Message)
+		if kind.event == api.EventMessageSelf {
+			// The owner's own words, whichever copy of them Messages kept.
+			msg.Untrusted = false
+		}
+		out := WaitOutput{Message: &msg, Arrival: m.Arrival, Cursor: next.String()}
+		return untrusted(out), out, nil
 	}
 	if t.done() {
 		return nil, WaitOutput{}, fmt.Errorf("%w; call %s again with cursor %q once it is back", ErrShuttingDown, kind.tool, next.String())

@@ -5,6 +5,7 @@ func (s *Server) routes(r patternRouter) {
 	r.GET("/v1/lines", s.api("lines:read", s.listLines))
 	r.GET("/v1/chats", s.api("chats:read", s.listChats))
 	r.GET("/v1/messages", s.api("messages:read", s.listMessages))
+	r.GET("/v1/messages/search", s.api("messages:read", s.searchMessages))
 	r.POST("/v1/messages", s.api("messages:write", s.sendMessage))
 	r.POST("/v1/audio-messages", s.api("messages:write", s.sendAudio("audio_message")))
 	r.POST("/v1/voice-notes", s.api("messages:write", s.sendAudio("voice_note")))

@@ -72,6 +72,9 @@ type Options struct {
 	// ends it and the client resumes (Last-Event-ID): [limits]
 	// stream_lifetime.
 	StreamLifetime time.Duration
+	// Search finds messages by their words (GET /v1/messages/search),
+	// which answers 500 without it.
+	Search Searcher
 	// Events is where the event stream (GET /v1/events) reads; nil is the
 	// daemon's own event log. In a fleet it is the fleet's events stream,
 	// whose sequence is then the stream's position.

@@ -68,6 +68,7 @@ var (
 	bktHandoffs      = []byte("handoffs")         // chat ID → Handoff: the owner took the chat over (agents.go)
 	bktLeases        = []byte("leases")           // chat ID → Lease (agents.go)
 	bktApprovals     = []byte("approvals")        // approval_expires_at ‖ outbox ID → line ID: drafts waiting for the owner (approvals.go)
+	bktSearchFeed    = []byte("search_feed")      // seq → chat_messages key: messages stored or changed, for the search index (search.go)
 )
 
 var allBuckets = [][]byte{
@@ -76,7 +77,7 @@ var allBuckets = [][]byte{
 	bktOutboxDue, bktOutboxClaimed, bktIdempotency, bktSandbox, bktFiles, bktReactions, bktReceipts,
 	bktWebhooks, bktWebhookLines, bktDeliveries, bktDeliveriesDue, bktAttempts, bktBridgeState, bktChatUpdates,
 	bktEvents, bktConsole, bktConsoleLinks, bktConsoleSess, bktGuard, bktHistoryChats, bktBlocked, bktOptOuts,
-	bktHandoffs, bktLeases, bktApprovals,
+	bktHandoffs, bktLeases, bktApprovals, bktSearchFeed,
 }
 
 // schemaVersion 2 added compact history records and the compact GUID

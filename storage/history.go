@@ -185,6 +185,9 @@ func loadMessage(tx *bolt.Tx, key []byte, m *Message) error {
 // storeMessage writes message m back under key, in the form it has there:
 // a history message stays compact, its ID the one its key gives.
 func storeMessage(tx *bolt.Tx, key []byte, m *Message) error {
+	if err := noteMessage(tx, key); err != nil {
+		return err
+	}
 	b := tx.Bucket(bktChatMessages)
 	if v := b.Get(key); len(v) > 0 && v[0] == compactFormat {
 		var c Chat

@@ -163,6 +163,9 @@ func putMessage(tx *bolt.Tx, saved, c *Chat, m *Message) error {
 	if err := cm.Put(key, data); err != nil {
 		return err
 	}
+	if err := noteMessage(tx, key); err != nil {
+		return err
+	}
 	if err := appendOnly(tx, bktMessages).Put([]byte(m.ID), key); err != nil {
 		return err
 	}
@@ -551,6 +554,9 @@ func (h *historyTx) flush() error {
 	}
 	err := put(appendOnly(h.tx, bktChatMessages), func(a, b *heldMessage) int { return bytes.Compare(a.key, b.key) },
 		func(m *heldMessage) ([]byte, []byte) { return m.key, m.data })
+	if err == nil {
+		err = noteHistory(h.tx, h.msgs) // sorted by key: a chat's together
+	}
 	if err == nil {
 		slices.SortFunc(h.msgs, func(a, b *heldMessage) int { return bytes.Compare(a.id, b.id) })
 		b := appendOnly(h.tx, bktMessages)

@@ -91,6 +91,12 @@ type LineGuard struct {
 	Limits  GuardLimits `json:"limits"`
 }
 
+// SentAllowed is how many messages the ratio cap allows today: MaxRatio
+// per message received, counting at least one; 0 when there is no cap.
+func (g LineGuard) SentAllowed() int {
+	return g.Limits.MaxRatio * max(g.Today.Received, 1)
+}
+
 // GuardToday is a line's counts of the UTC day.
 type GuardToday struct {
 	Sent         int   `json:"sent"`          // messages accepted

@@ -1,0 +1,432 @@
+// Package search is the full-text index of the lines' messages: SQLite
+// FTS5 (through modernc.org/sqlite, pure Go) in a file of its own beside
+// the database, following storage's search feed (every message stored or
+// changed, in commit order).
+//
+// It stays consistent with storage across crashes without sharing a
+// transaction with it: the index records, in the SQLite transaction that
+// applies a batch of the feed, how far in the feed it got (its cursor);
+// storage trims the feed only up to a cursor the index has committed. A
+// crash at any point leaves changes after the cursor in the feed, applied
+// again at the next start (applying a message twice leaves it indexed
+// once, as it is now). An index built afresh — a new one, one the feed
+// has outrun, or one left behind by a database put back from a backup —
+// first reads every stored message, noting the feed's position before it
+// starts: what changes during the scan is in the feed after that
+// position.
+package search
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
+
+	"github.com/blueline-app/blueline/storage"
+)
+
+// Source is the store the index follows: storage.DB.
+type Source interface {
+	MessageChanges(ctx context.Context, after uint64, max int) ([]storage.MessageChange, error)
+	MessageChangesSeq(ctx context.Context) (uint64, error)
+	TrimMessageChanges(ctx context.Context, upTo uint64) error
+	AllMessages(ctx context.Context, after []byte, max int) ([]storage.Message, []byte, error)
+	EventsChanged() <-chan struct{}
+}
+
+// batch is how many messages one SQLite transaction applies.
+const batch = 1000
+
+// poll is how often the index looks for changes that come without an
+// event (history imported, a delivery recorded); events wake it at once.
+const poll = time.Second
+
+const schema = `
+CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS msgs (
+	id      INTEGER PRIMARY KEY,
+	msg_id  TEXT NOT NULL UNIQUE,
+	line_id TEXT NOT NULL,
+	chat_id TEXT NOT NULL,
+	sent_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS msgs_chat ON msgs (chat_id, sent_at);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize = 'unicode61 remove_diacritics 2');
+`
+
+// Index is the full-text index. Search is safe for concurrent use; one
+// Run applies the feed.
+type Index struct {
+	db  *sql.DB
+	src Source
+	log *slog.Logger
+
+	mu     sync.Mutex
+	caught chan struct{} // closed once the index has caught up with the feed at least once
+	seen   uint64        // the cursor: the last change of the feed applied
+}
+
+// Open opens (creating if needed) the index in the file path.
+func Open(ctx context.Context, path string, src Source, log *slog.Logger) (*Index, error) {
+	u := url.URL{Path: path}
+	dsn := "file:" + u.EscapedPath() + "?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(5000)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("search index: %w", err)
+	}
+	if _, err := db.ExecContext(ctx, schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("search index %s: %w", path, err)
+	}
+	return &Index{db: db, src: src, log: log, caught: make(chan struct{})}, nil
+}
+
+// Close closes the index; Run must have returned.
+func (ix *Index) Close() error { return ix.db.Close() }
+
+// Caught is closed once the index has applied every change stored before
+// it (the scan of a new index included).
+func (ix *Index) Caught() <-chan struct{} { return ix.caught }
+
+// meta keys.
+const (
+	keyCursor  = "cursor"  // the last change of the feed applied
+	keyScan    = "scan"    // where the scan of every message is, while one runs
+	keyScanned = "scanned" // "1" once every stored message has been read
+)
+
+func (ix *Index) meta(ctx context.Context, k string) ([]byte, error) {
+	var v []byte
+	err := ix.db.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = ?`, k).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return v, err
+}
+
+func setMeta(ctx context.Context, tx *sql.Tx, k string, v []byte) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v`, k, v)
+	return err
+}
+
+func seqBytes(n uint64) []byte { return []byte(strconv.FormatUint(n, 10)) }
+
+// Run builds the index if it must and then follows the feed, until ctx
+// ends. An error of the index or of the store is logged and tried again.
+func (ix *Index) Run(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := ix.run(ctx)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		ix.log.Error("search index: retrying", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(poll):
+		}
+	}
+}
+
+func (ix *Index) run(ctx context.Context) error {
+	if err := ix.prepare(ctx); err != nil {
+		return err
+	}
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	for {
+		changed := ix.src.EventsChanged()
+		more, err := ix.follow(ctx)
+		if err != nil {
+			return err
+		}
+		if more {
+			continue
+		}
+		ix.mu.Lock()
+		select {
+		case <-ix.caught:
+		default:
+			close(ix.caught)
+		}
+		ix.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		case <-tick.C:
+		}
+	}
+}
+
+// prepare finds the cursor, and scans every stored message into the index
+// when it is new or cannot follow this database.
+func (ix *Index) prepare(ctx context.Context) error {
+	cur, err := ix.meta(ctx, keyCursor)
+	if err != nil {
+		return err
+	}
+	scanned, err := ix.meta(ctx, keyScanned)
+	if err != nil {
+		return err
+	}
+	last, err := ix.src.MessageChangesSeq(ctx)
+	if err != nil {
+		return err
+	}
+	seen, _ := strconv.ParseUint(string(cur), 10, 64)
+	if cur == nil || seen > last {
+		// New, or it has seen more than this database ever fed: it
+		// followed another one (a backup put back). Start over from the
+		// feed's position now.
+		if cur != nil {
+			ix.log.Warn("search index: the database is not the one it followed; building it again")
+		}
+		tx, err := ix.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		for _, q := range []string{`DELETE FROM msgs`, `DELETE FROM fts`, `DELETE FROM meta`} {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+		if err := setMeta(ctx, tx, keyCursor, seqBytes(last)); err != nil {
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+		seen, scanned = last, nil
+	}
+	ix.seen = seen
+	if string(scanned) == "1" {
+		return nil
+	}
+	return ix.scan(ctx)
+}
+
+// scan reads every stored message into the index, a page a transaction,
+// noting where it is so that a scan cut short goes on where it stopped.
+func (ix *Index) scan(ctx context.Context) error {
+	at, err := ix.meta(ctx, keyScan)
+	if err != nil {
+		return err
+	}
+	start, n := time.Now(), 0
+	for {
+		msgs, next, err := ix.src.AllMessages(ctx, at, batch)
+		if err != nil {
+			return err
+		}
+		tx, err := ix.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		for i := range msgs {
+			if err := put(ctx, tx, &msgs[i]); err != nil {
+				tx.Rollback()
+				return err
+			}
+		}
+		n += len(msgs)
+		if next == nil {
+			err = setMeta(ctx, tx, keyScanned, []byte("1"))
+		} else {
+			err = setMeta(ctx, tx, keyScan, next)
+		}
+		if err == nil {
+			err = tx.Commit()
+		} else {
+			tx.Rollback()
+		}
+		if err != nil || next == nil {
+			if err == nil {
+				ix.log.Info("search index built", "messages", n, "took", time.Since(start).Round(time.Millisecond))
+			}
+			return err
+		}
+		at = next
+	}
+}
+
+// follow applies a batch of the feed after the cursor; more is true when
+// there may be more.
+func (ix *Index) follow(ctx context.Context) (more bool, err error) {
+	changes, err := ix.src.MessageChanges(ctx, ix.seen, batch)
+	if err != nil || len(changes) == 0 {
+		return false, err
+	}
+	tx, err := ix.db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback()
+	for i := range changes {
+		if err := put(ctx, tx, &changes[i].Message); err != nil {
+			return false, err
+		}
+	}
+	last := changes[len(changes)-1].Seq
+	if err := setMeta(ctx, tx, keyCursor, seqBytes(last)); err != nil {
+		return false, err
+	}
+	if err := tx.Commit(); err != nil {
+		return false, err
+	}
+	ix.seen = last
+	// Only what the index has committed is trimmed.
+	if err := ix.src.TrimMessageChanges(ctx, last); err != nil {
+		return false, err
+	}
+	return len(changes) >= batch, nil
+}
+
+// body is what a message is found by: its text and its attachments'
+// transcriptions; nothing once unsent.
+func body(m *storage.Message) string {
+	var parts []string
+	if m.Text != nil {
+		parts = append(parts, *m.Text)
+	}
+	for _, a := range m.Attachments {
+		if a.Transcription != nil {
+			parts = append(parts, *a.Transcription)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// put indexes m as it is now, in place of what the index had of it.
+func put(ctx context.Context, tx *sql.Tx, m *storage.Message) error {
+	var id int64
+	err := tx.QueryRowContext(ctx, `SELECT id FROM msgs WHERE msg_id = ?`, m.ID).Scan(&id)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		id = 0
+	case err != nil:
+		return err
+	default:
+		if _, err := tx.ExecContext(ctx, `DELETE FROM fts WHERE rowid = ?`, id); err != nil {
+			return err
+		}
+	}
+	text := body(m)
+	if text == "" {
+		if id != 0 {
+			_, err = tx.ExecContext(ctx, `DELETE FROM msgs WHERE id = ?`, id)
+		}
+		return err
+	}
+	if id == 0 {
+		res, err := tx.ExecContext(ctx, `INSERT INTO msgs (msg_id, line_id, chat_id, sent_at) VALUES (?, ?, ?, ?)`, m.ID, m.LineID, m.ChatID, m.SentAt)
+		if err != nil {
+			return err
+		}
+		if id, err = res.LastInsertId(); err != nil {
+			return err
+		}
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO fts (rowid, body) VALUES (?, ?)`, id, text)
+	return err
+}
+
+// Query is a search of one line's messages (of one chat, when ChatID is
+// set), most recent first, starting after Before (a Hit's Cursor).
+type Query struct {
+	LineID string
+	ChatID string
+	Text   string
+	Limit  int
+	Before string
+}
+
+// Hit is a message found.
+type Hit struct {
+	MessageID string
+	SentAt    int64
+	// Cursor is where the next page starts after this hit.
+	Cursor string
+}
+
+// ErrNoWords refuses a query with nothing to search for.
+var ErrNoWords = errors.New("no words to search for")
+
+// ErrBadCursor refuses a cursor that is not a hit's.
+var ErrBadCursor = errors.New("not a cursor of this search")
+
+// match turns what a person typed into an FTS5 query: every word must be
+// in the message, in any order, case and accents aside; a word ending in *
+// matches the words it begins. Nothing of FTS5's own syntax is taken from
+// the input, so no input is a syntax error.
+func match(text string) (string, error) {
+	var terms []string
+	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) && r != '*' }) {
+		prefix := strings.HasSuffix(w, "*")
+		w = strings.ReplaceAll(w, "*", "")
+		if w == "" {
+			continue
+		}
+		t := `"` + w + `"`
+		if prefix {
+			t += "*"
+		}
+		terms = append(terms, t)
+	}
+	if len(terms) == 0 {
+		return "", ErrNoWords
+	}
+	return strings.Join(terms, " "), nil
+}
+
+// Search finds the messages of q, most recent first: at most q.Limit, and
+// more when there may be more.
+func (ix *Index) Search(ctx context.Context, q Query) (hits []Hit, more bool, err error) {
+	expr, err := match(q.Text)
+	if err != nil {
+		return nil, false, err
+	}
+	before := [2]int64{1<<63 - 1, 1<<63 - 1}
+	if q.Before != "" {
+		at, id, ok := strings.Cut(q.Before, ".")
+		var err1, err2 error
+		before[0], err1 = strconv.ParseInt(at, 10, 64)
+		before[1], err2 = strconv.ParseInt(id, 10, 64)
+		if !ok || err1 != nil || err2 != nil {
+			return nil, false, ErrBadCursor
+		}
+	}
+	sqlText := `SELECT m.msg_id, m.sent_at, m.id FROM fts JOIN msgs m ON m.id = fts.rowid
+		WHERE fts MATCH ? AND m.line_id = ? AND (? = '' OR m.chat_id = ?) AND (m.sent_at, m.id) < (?, ?)
+		ORDER BY m.sent_at DESC, m.id DESC LIMIT ?`
+	rows, err := ix.db.QueryContext(ctx, sqlText, expr, q.LineID, q.ChatID, q.ChatID, before[0], before[1], q.Limit+1)
+	if err != nil {
+		return nil, false, fmt.Errorf("search: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var h Hit
+		var id int64
+		if err := rows.Scan(&h.MessageID, &h.SentAt, &id); err != nil {
+			return nil, false, err
+		}
+		h.Cursor = strconv.FormatInt(h.SentAt, 10) + "." + strconv.FormatInt(id, 10)
+		hits = append(hits, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, err
+	}
+	if len(hits) > q.Limit {
+		return hits[:q.Limit], true, nil
+	}
+	return hits, false, nil
+}
