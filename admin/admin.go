@@ -369,19 +369,40 @@ func (a *Admin) adminSimOwnerSend(w http.ResponseWriter, r *http.Request) error 
 		}
 		chat = bridge.Chat{GUID: c.GUID, Identifier: c.Identifier, IsGroup: c.IsGroup, Name: c.Name, Participants: c.Participants}
 	} else {
-		to, err := handle.Normalize(req.To)
+		to := req.To
+		if to == api.SimToSelf && len(line.SelfHandles) > 0 {
+			to = line.SelfHandles[0]
+		}
+		to, err := handle.Normalize(to)
 		switch {
 		case err != nil:
 			return httpapi.BadHandle("to", req.To, err)
-		case to == line.Handle:
-			return httpapi.Invalid("to", "The owner's message goes to a contact or a chat, not to the line's own handle.")
+		case to == line.Handle && !slices.Contains(line.SelfHandles, to):
+			return httpapi.Invalid("to", "The owner's message goes to a contact, a chat or the owner's own chat (self), not to the line's own handle.")
 		}
 		chat = a.opts.Simulator.OneToOne(line.Service, to)
 	}
-	res, err := a.opts.Inbound.Record(r.Context(), bridge.Inbound{Line: line.Handle, Service: line.Service, GUID: a.opts.Simulator.NewGUID(),
-		Chat: chat, Sender: line.Handle, IsFromMe: true, Text: &req.Text, SentAt: time.Now()})
+	sent := bridge.Inbound{Line: line.Handle, Service: line.Service, GUID: a.opts.Simulator.NewGUID(),
+		Chat: chat, Sender: line.Handle, IsFromMe: true, Text: &req.Text, SentAt: time.Now()}
+	if req.ReplyTo != "" {
+		m, err := a.api.FindMessage(r, line, req.ReplyTo, "reply_to")
+		if err != nil {
+			return err
+		}
+		sent.ReplyToGUID = m.GUID
+	}
+	res, err := a.opts.Inbound.Record(r.Context(), sent)
 	if err != nil {
 		return err
+	}
+	if !chat.IsGroup && slices.Contains(line.SelfHandles, chat.Identifier) {
+		// As Messages on the owner's Mac does: the message sent to oneself
+		// is written again as received, naming the sent one.
+		copied := sent
+		copied.GUID, copied.Sender, copied.IsFromMe, copied.EchoOf = a.opts.Simulator.NewGUID(), chat.Identifier, false, sent.GUID
+		if _, err := a.opts.Inbound.Record(r.Context(), copied); err != nil {
+			return err
+		}
 	}
 	httpapi.WriteJSON(w, http.StatusCreated, a.api.Message(res.Message))
 	return nil
@@ -392,7 +413,22 @@ func (a *Admin) adminSimReaction(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeAdmin(r, &req); err != nil {
 		return err
 	}
-	line, from, err := a.simContact(req.Line, req.From)
+	var line storage.Line
+	var from string
+	var err error
+	if req.From == api.SimToSelf {
+		// The owner, in their chat with themselves.
+		line, err = a.simLine(req.Line)
+		switch {
+		case err != nil:
+		case len(line.SelfHandles) == 0:
+			err = httpapi.Invalid("from", "Line %s has no chat of its owner with themselves (self_handles).", line.Handle)
+		default:
+			from = line.SelfHandles[0]
+		}
+	} else {
+		line, from, err = a.simContact(req.Line, req.From)
+	}
 	if err != nil {
 		return err
 	}
@@ -809,7 +845,7 @@ func sampleDelivery(event string, line storage.Line, now int64) storage.Delivery
 		}
 	default:
 		switch event {
-		case api.EventMessageSent, api.EventMessageFailed, api.EventMessageDelivered:
+		case api.EventMessageSent, api.EventMessageFailed, api.EventMessageDelivered, api.EventMessageSelf:
 			msg.Sender, msg.IsFromMe = line.Handle, true
 		}
 		switch event {

@@ -244,7 +244,7 @@ func TestWebhookTest(t *testing.T) {
 				continue
 			}
 			id = d.ID
-			if d.LineHandle != mainLine || d.IsFromMe != (ev == "message.sent" || ev == "message.failed" || ev == "message.delivered") {
+			if d.LineHandle != mainLine || d.IsFromMe != (ev == "message.sent" || ev == "message.failed" || ev == "message.delivered" || ev == "message.self") {
 				t.Errorf("%s: message %+v", ev, d)
 			}
 			if ev == "message.unsent" && (d.Text != nil || d.UnsentAt == nil) || ev == "message.failed" && d.FailedAt == nil ||

@@ -189,6 +189,15 @@ type Inbound struct {
 	// only if no stored message of the chat has the same sender,
 	// direction and body and a date within a couple of seconds.
 	MayBeTwin bool
+	// EchoOf is, for a received message, the GUID of the message the
+	// network says it follows (chat.db's reply_to_guid). In the owner's
+	// chat with themselves, Messages writes a message sent there a second
+	// time as received, naming the sent one: that copy is no news.
+	EchoOf string
+	// EchoOfOwnSend says that EchoOf is a message the line sent through
+	// Blueline (an outbox item's): the sink answers ErrNotRecorded until
+	// that send is recorded, so that the copy is never taken for news.
+	EchoOfOwnSend bool
 	// CatchUp is news the bridge read late: dated more than LiveAge
 	// before it first read it (the daemon was down, the Mac offline or
 	// asleep). Its events say arrival catch_up.

@@ -185,12 +185,21 @@ func (a *app) simOwnerSendCommand() *cobra.Command {
 		long: `The line's owner sends a message from another device (their iPhone or Mac),
 not through Blueline: it arrives as message.sent, and the chat becomes human
 active: agent keys may not write to it for the line's takeover_quiet. --to is
-a contact's handle or a chat ID (cht_…). The message is printed as JSON.`,
-		example: `  blueline sim owner-send --line +15550000000 --to +15551234567 --text "I'll take it from here"`,
+a contact's handle or a chat ID (cht_…). --to self (or one of the line's
+self_handles) writes in the owner's chat with themselves instead: a
+message.self event, written twice as Messages on a Mac does (the sent
+message and its received copy), with no takeover; with --reply-to, as an
+inline reply to a message there (a reply to an approval prompt sends the
+draft in the owner's words). The message is printed as JSON.`,
+		example: `  blueline sim owner-send --line +15550000000 --to +15551234567 --text "I'll take it from here"
+  blueline sim owner-send --line +15550000000 --to self --text "summarise today's chats"`,
 		needs: []simString{
 			{&req.Line, "line", "the owner's line"},
-			{&req.To, "to", "a contact's handle or a chat ID (cht_…)"},
+			{&req.To, "to", "a contact's handle, a chat ID (cht_…), or self"},
 			{&req.Text, "text", "what the owner writes"},
+		},
+		flags: func(f *pflag.FlagSet) {
+			f.StringVar(&req.ReplyTo, "reply-to", "", "the message (msg_… or GUID) this one replies to inline")
 		},
 		req: &req,
 	})
@@ -203,13 +212,15 @@ func (a *app) simReactionCommand() *cobra.Command {
 		short: "A simulated contact adds or removes a tapback; prints the reaction as JSON",
 		long: `A simulated contact adds (or, with --remove, removes) a tapback on a message
 of its chat. --type is one of the six classic tapbacks, emoji (with --emoji)
-or sticker. The reaction record is printed as JSON.`,
+or sticker. --from self is the line's owner, in their chat with themselves:
+a like or dislike on an approval prompt there approves or declines its
+draft. The reaction record is printed as JSON.`,
 		example: `  blueline sim reaction --line +15550000000 --from +15551234567 --message msg_… --type love
   blueline sim reaction --line +15550000000 --from +15551234567 --message msg_… --type emoji --emoji 🎉
   blueline sim reaction --line +15550000000 --from +15551234567 --message msg_… --type love --remove`,
 		needs: []simString{
 			{&req.Line, "line", "the line whose message is reacted to"},
-			{&req.From, "from", "the simulated contact's handle"},
+			{&req.From, "from", "the simulated contact's handle, or self"},
 			{&req.Message, "message", "the message (msg_… or GUID)"},
 			{&req.Type, "type", "love, like, dislike, laugh, emphasize, question, emoji (with --emoji) or sticker"},
 		},

@@ -257,6 +257,11 @@ type Line struct {
 	// writes in it from another device: agent keys may not write to it
 	// until then.
 	TakeoverQuiet Duration `toml:"takeover_quiet"`
+	// SelfHandles are the handles of the owner's Apple ID (phone number,
+	// e-mail addresses): a one-to-one chat with one of them is the owner's
+	// chat with themselves, whose messages are message.self events. Empty
+	// is the line's handle alone.
+	SelfHandles []string `toml:"self_handles"`
 	// Takeover is what becomes of an agent key's message to a chat the
 	// owner took over: "refuse" (409 human_active, the default) or "hold"
 	// (a draft waiting for the owner's approval).

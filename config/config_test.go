@@ -84,7 +84,8 @@ func TestDefault(t *testing.T) {
 	}
 	want := config.Line{Handle: "+15550000001", Label: "Main line", Bridge: "sim", Service: "imessage", AdvancedFeatures: true,
 		OptOutWords: keyword.DefaultOptOut, OptInWords: keyword.DefaultOptIn, TakeoverQuiet: config.Duration{Duration: config.DefaultTakeoverQuiet},
-		Takeover: config.TakeoverRefuse, Approval: config.ApprovalNone, ApprovalTTL: config.Duration{Duration: config.DefaultApprovalTTL}}
+		SelfHandles: []string{"+15550000001"},
+		Takeover:    config.TakeoverRefuse, Approval: config.ApprovalNone, ApprovalTTL: config.Duration{Duration: config.DefaultApprovalTTL}}
 	if len(c.Lines) == 1 && !reflect.DeepEqual(c.Lines[0], want) {
 		t.Errorf("Lines[0] = %+v, want %+v", c.Lines[0], want)
 	}
@@ -343,6 +344,11 @@ func TestLoadErrors(t *testing.T) {
 			want: []string{"lines[0].takeover_quiet: must be from 1m to 24h, got 30s", "lines[1].takeover_quiet: must be from 1m to 24h, got 25h0m0s"},
 		},
 		{
+			name: "self_handles not handles",
+			doc:  "[[lines]]\nhandle = \"+15550000001\"\nself_handles = [\"+15550000001\", \"not a handle\"]\n",
+			want: []string{"lines[0].self_handles[1]: \"not a handle\" is"},
+		},
+		{
 			name: "approval settings out of range",
 			doc: "[[lines]]\nhandle = \"+15550000001\"\napproval = \"always\"\ntakeover = \"queue\"\napproval_ttl = \"30s\"\n" +
 				"[[lines]]\nhandle = \"+15550000002\"\napproval_except = [\"+15551110001\"]\napproval_ttl = \"169h\"\n" +
@@ -518,10 +524,18 @@ func TestRequestsPerHourAbsentVersusZero(t *testing.T) {
 	}
 }
 
+// self_handles are normalised as the line's handle is.
+func TestSelfHandles(t *testing.T) {
+	c := mustLoad(t, "[[lines]]\nhandle = \"+15550000001\"\nself_handles = [\"+1 (555) 000-0001\", \"Owner@Example.com\"]\n")
+	if want := []string{"+15550000001", "owner@example.com"}; !reflect.DeepEqual(c.Lines[0].SelfHandles, want) {
+		t.Errorf("SelfHandles = %q, want %q", c.Lines[0].SelfHandles, want)
+	}
+}
+
 func TestMinimalFileTakesDefaults(t *testing.T) {
 	c := mustLoad(t, oneLine)
 	want := config.Line{Handle: "+15550000001", Bridge: "sim", Service: "imessage", OptOutWords: keyword.DefaultOptOut, OptInWords: keyword.DefaultOptIn,
-		TakeoverQuiet: config.Duration{Duration: 20 * time.Minute}, Takeover: "refuse", Approval: "none", ApprovalTTL: config.Duration{Duration: time.Hour}}
+		TakeoverQuiet: config.Duration{Duration: 20 * time.Minute}, SelfHandles: []string{"+15550000001"}, Takeover: "refuse", Approval: "none", ApprovalTTL: config.Duration{Duration: time.Hour}}
 	if !reflect.DeepEqual(c.Lines[0], want) {
 		t.Errorf("Lines[0] = %+v, want %+v", c.Lines[0], want)
 	}

@@ -223,6 +223,7 @@ func (c *Config) checkLines(k *checker) {
 		case d < time.Minute || d > 24*time.Hour:
 			k.failf(key+".takeover_quiet", "must be from 1m to 24h, got %s", d)
 		}
+		checkSelfHandles(k, key, l)
 		checkApproval(k, key, l)
 		oneOf(k, key+".bridge", l.Bridge, "sim", "messages")
 		oneOf(k, key+".service", l.Service, "imessage", "sms")
@@ -240,6 +241,23 @@ func (c *Config) checkLines(k *checker) {
 
 	if len(c.Lines) == 0 && s.Handle == "" {
 		k.failf("lines", "no lines configured: add a [[lines]] table or set sandbox.handle")
+	}
+}
+
+// checkSelfHandles normalises the owner's own handles, the line's handle
+// when none are listed.
+func checkSelfHandles(k *checker, key string, l *Line) {
+	if len(l.SelfHandles) == 0 {
+		l.SelfHandles = []string{l.Handle}
+		return
+	}
+	for i, raw := range l.SelfHandles {
+		h, err := handle.Normalize(raw)
+		if err != nil {
+			k.fail(fmt.Sprintf("%s.self_handles[%d]", key, i), fmt.Errorf("%q is %w", raw, err))
+			continue
+		}
+		l.SelfHandles[i] = h
 	}
 }
 

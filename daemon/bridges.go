@@ -30,7 +30,7 @@ func configuredLines(cfg *config.Config) []storage.Line {
 	for _, l := range cfg.Lines {
 		lines = append(lines, storage.Line{Handle: l.Handle, Label: l.Label, Service: l.Service, Bridge: l.Bridge,
 			AdvancedFeatures: l.AdvancedFeatures, OptOutWords: keyword.FoldAll(l.OptOutWords), OptInWords: keyword.FoldAll(l.OptInWords),
-			OptOutReply: l.OptOutReply, TakeoverQuiet: l.TakeoverQuiet.Milliseconds(),
+			OptOutReply: l.OptOutReply, TakeoverQuiet: l.TakeoverQuiet.Milliseconds(), SelfHandles: l.SelfHandles,
 			ApprovalRequired: l.Approval == config.ApprovalRequired, ApprovalExcept: l.ApprovalExcept, ApprovalTTL: l.ApprovalTTL.Milliseconds(), TakeoverHold: l.Takeover == config.TakeoverHold})
 	}
 	return lines
@@ -55,7 +55,7 @@ func openBridges(ctx context.Context, cfg *config.Config, db *storage.DB, lines 
 				"run this line's daemon on a Mac, or use bridge = \"sim\" to try Blueline here", l.Handle, runtime.GOOS)
 		}
 		mb, err := messages.Open(ctx, messages.Config{
-			Line: l.Handle, Service: l.Service, ChatDB: lc.ChatDB, Osascript: lc.Osascript,
+			Line: l.Handle, SelfHandles: l.SelfHandles, Service: l.Service, ChatDB: lc.ChatDB, Osascript: lc.Osascript,
 			AttachmentsDir: lc.AttachmentsDir, HelperPort: lc.HelperPort, PollOnly: !*lc.Watch, SMSFallback: lc.SMSFallback,
 			TextTimeout: lc.SendTimeout.Duration, FileTimeout: lc.FileSendTimeout.Duration, Poll: lc.Poll.Duration,
 			TransferWait: lc.TransferWait.Duration, HoldUnknownSenders: lc.UnknownSenders == "hold", PingEvery: pingEvery(lc), MacOSVersion: lc.MacOSVersion, Cursor: lineCursor{db, l.ID}, Log: log,

@@ -47,6 +47,13 @@ func (r *Receiver) Record(ctx context.Context, in bridge.Inbound) (storage.Inbou
 	if !ok {
 		return storage.InboundResult{}, fmt.Errorf("inbound message for unknown line %s", in.Line)
 	}
+	if in.EchoOfOwnSend {
+		if _, err := r.db.MessageByGUID(ctx, in.EchoOf); errors.Is(err, storage.ErrNotFound) {
+			return storage.InboundResult{}, fmt.Errorf("the copy of message %s, a send not recorded yet: %w", in.EchoOf, bridge.ErrNotRecorded)
+		} else if err != nil {
+			return storage.InboundResult{}, err
+		}
+	}
 	stored, err := r.db.MessageByGUID(ctx, in.GUID)
 	seen := err == nil
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
@@ -97,6 +104,7 @@ func (r *Receiver) inbound(line storage.Line, in bridge.Inbound, attachments []s
 		MatchTwins:   in.MayBeTwin,
 		CatchUp:      in.CatchUp,
 		ReadByLineAt: unixMilli(in.ReadByLineAt),
+		EchoOf:       in.EchoOf,
 		Message: storage.Message{
 			ID:             storage.NewID("msg_"),
 			GUID:           in.GUID,

@@ -119,16 +119,7 @@ func TestMessagesOwnerTakeover(t *testing.T) {
 
 	// The agent's own send, matched to its outbox item, takes nothing over.
 	for _, text := range []string{"first answer", "second answer"} {
-		r := td.call("POST", "/v1/messages", agent, map[string]any{"from": macLine, "to": alice, "text": text})
-		if r.Status != 201 {
-			t.Fatalf("agent send %q: %d %s", text, r.Status, r.Raw)
-		}
-		mac.nextRun()
-		_, guid := mac.db.Insert(chatdbtest.Msg{Chat: dm, Text: text})
-		mac.db.MarkSent(guid)
-		if item := td.waitOutbox(agent, r.Body["id"].(string)); item["status"] != "sent" {
-			t.Fatalf("send %q: %v", text, item)
-		}
+		td.sendOnMac(mac, agent, dm, alice, text, nil)
 	}
 
 	// The owner answers from their iPhone: the agent is held back.

@@ -307,12 +307,13 @@ type intRange struct{ min, max, def int }
 // bounded are the tools' integer arguments that have bounds, by tool and
 // argument: the API's for a page, the wait's own for a timeout.
 var bounded = map[string]map[string]intRange{
-	"list_chats":           {"limit": {1, maxLimit, defaultLimit}},
-	"chats_needing_reply":  {"limit": {1, maxLimit, defaultLimit}},
-	"search_messages":      {"limit": {1, maxLimit, defaultLimit}},
-	"read_messages":        {"limit": {1, maxLimit, defaultLimit}},
-	"wait_for_message":     {"timeout_seconds": {0, MaxWaitSeconds, DefaultWaitSeconds}},
-	"wait_for_outbox_item": {"timeout_seconds": {0, MaxWaitSeconds, DefaultWaitSeconds}},
+	"list_chats":            {"limit": {1, maxLimit, defaultLimit}},
+	"chats_needing_reply":   {"limit": {1, maxLimit, defaultLimit}},
+	"search_messages":       {"limit": {1, maxLimit, defaultLimit}},
+	"read_messages":         {"limit": {1, maxLimit, defaultLimit}},
+	"wait_for_message":      {"timeout_seconds": {0, MaxWaitSeconds, DefaultWaitSeconds}},
+	"wait_for_outbox_item":  {"timeout_seconds": {0, MaxWaitSeconds, DefaultWaitSeconds}},
+	"wait_for_self_message": {"timeout_seconds": {0, MaxWaitSeconds, DefaultWaitSeconds}},
 }
 
 // check refuses a value out of r, in words an agent can act on.
@@ -421,6 +422,7 @@ func (t *tools) add(s *mcp.Server) {
 			"(include_catch_up, include_filtered for more). Pass the cursor of the previous call " +
 			"(or read_messages' wait_cursor) so nothing that arrived between calls is missed. On timed_out, wait again or stop; " +
 			"answering is up to you, once per message. Needs a key with the webhooks:read and messages:read scopes (it follows the API's event stream, one of the key's few streams while it waits). " + untrustedNote}, t.wait)
+	t.addSelfChat(s)
 }
 
 func (t *tools) listLines(ctx context.Context, req *mcp.CallToolRequest, _ ListLinesInput) (*mcp.CallToolResult, ListLinesOutput, error) {

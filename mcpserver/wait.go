@@ -68,6 +68,17 @@ func readCursor(start time.Time, msgs []api.Message) string {
 const noWaitGrace = 2 * time.Second
 
 func (t *tools) wait(ctx context.Context, req *mcp.CallToolRequest, in WaitInput) (*mcp.CallToolResult, WaitOutput, error) {
+	return t.waitFor(ctx, req, in, waitKind{tool: "wait_for_message", event: api.EventMessageReceived})
+}
+
+// waitKind is what a wait tool waits for: the messages of one event.
+type waitKind struct {
+	tool  string // the tool, named in the errors that tell to call it again
+	event string
+}
+
+// waitFor waits for the next message of kind's event after in's cursor.
+func (t *tools) waitFor(ctx context.Context, req *mcp.CallToolRequest, in WaitInput, kind waitKind) (*mcp.CallToolResult, WaitOutput, error) {
 	seconds := DefaultWaitSeconds // null (absent is the schema's default)
 	if in.TimeoutSeconds != nil {
 		seconds = *in.TimeoutSeconds // in its bounds (checkBounds)
@@ -116,7 +127,7 @@ func (t *tools) wait(ctx context.Context, req *mcp.CallToolRequest, in WaitInput
 	}
 	// Live messages of known senders only, unless asked for more, whatever
 	// the key: what wakes an agent.
-	params := client.EventStreamParams{Events: []string{api.EventMessageReceived}, Lines: []string{in.Line},
+	params := client.EventStreamParams{Events: []string{kind.event}, Lines: []string{in.Line},
 		Arrival: []string{api.ArrivalLive}, IncludeFiltered: &in.IncludeFiltered}
 	if in.IncludeCatchUp {
 		params.Arrival = append(params.Arrival, api.ArrivalCatchUp)
@@ -140,14 +151,14 @@ func (t *tools) wait(ctx context.Context, req *mcp.CallToolRequest, in WaitInput
 			}
 			// The stream broke (the daemon went away): say so rather
 			// than time out as if nothing came.
-			return nil, WaitOutput{}, fmt.Errorf("%w; call wait_for_message again with cursor %q once Blueline answers", err, next.String())
+			return nil, WaitOutput{}, fmt.Errorf("%w; call %s again with cursor %q once Blueline answers", err, kind.tool, next.String())
 		}
 		if seconds == 0 && ev.Timestamp > now.UnixMilli() {
 			break // newer than the call: all that was there has been read
 		}
 		next = waitCursor{After: ev.Seq}
 		var m api.MessageEventData
-		if err := json.Unmarshal(ev.Data, &m); err != nil || m.IsFromMe || slices.Contains(start.Seen, m.ID) {
+		if err := json.Unmarshal(ev.Data, &m); err != nil || m.IsFromMe && kind.event != api.EventMessageSelf || slices.Contains(start.Seen, m.ID) {
 			continue
 		}
 		if in.Chat != "" && m.ChatID != chatID {
@@ -156,11 +167,16 @@ func (t *tools) wait(ctx context.Context, req *mcp.CallToolRequest, in WaitInput
 			}
 			chatID = m.ChatID
 		}
-		out := WaitOutput{Message: new(messageOf(m.Message)), Arrival: m.Arrival, Cursor: next.String()}
+		msg := messageOf(m.Message)
+		if kind.event == api.EventMessageSelf {
+			// The owner's own words, whichever copy of them Messages kept.
+			msg.Untrusted = false
+		}
+		out := WaitOutput{Message: &msg, Arrival: m.Arrival, Cursor: next.String()}
 		return untrusted(out), out, nil
 	}
 	if t.done() {
-		return nil, WaitOutput{}, fmt.Errorf("%w; call wait_for_message again with cursor %q once it is back", ErrShuttingDown, next.String())
+		return nil, WaitOutput{}, fmt.Errorf("%w; call %s again with cursor %q once it is back", ErrShuttingDown, kind.tool, next.String())
 	}
 	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return nil, WaitOutput{}, err

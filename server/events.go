@@ -217,6 +217,7 @@ var eventScopes = map[string]string{
 	api.EventReceiptRead: "receipts:read", api.EventChatUpdated: "chats:read",
 	api.EventContactOptedOut: "chats:read", api.EventContactOptedIn: "chats:read",
 	api.EventChatHandoff: "chats:read", api.EventChatLeased: "chats:read", api.EventChatReleased: "chats:read",
+	api.EventMessageSelf: "messages:read",
 }
 
 // streamedEvents are the events a stream follows: those asked for, each of

@@ -39,7 +39,11 @@ import (
 //     be undone: a pairing is once and for all, and a chat that has
 //     received a message keeps has_received_inbound. (A member a contact
 //     adds later may not have written: the group then needs its inbound
-//     message as before.)
+//     message as before.) The owner's chat with themselves (one of the
+//     line's self_handles) passes once it exists: the owner is no
+//     stranger to their own line, and their messages there are sent rows,
+//     which do not open a chat. Which chat that is comes from the
+//     configuration, fixed while the daemon runs.
 //  7. Files and replied-to messages (fileByID, findMessage): the same
 //     not-found rule, by the file's line or owner and the message's line and
 //     chat. Files and messages are never reassigned, so the snapshot holds.
@@ -83,7 +87,14 @@ import (
 //     still waits (and has not expired against the clock), so a draft is
 //     answered once. The settings are fixed for the key's or the line's
 //     life, so reading them before the transaction is safe; whether the
-//     owner holds the chat is rule 10's, decided inside it.
+//     owner holds the chat is rule 10's, decided inside it. The same
+//     transaction puts the draft's prompt in the outbox, to the owner's
+//     chat with themselves (storage/selfapproval.go): a message of the
+//     line's own, past these rules like the reply to an opt-out, which
+//     cannot loop (Blueline's sends there are never message.self) and
+//     asks nothing no one may (only the owner writes in that chat; a
+//     tapback Blueline sends is recorded as sent, never as the owner's
+//     answer).
 // 12. Sender gating (agentCheck, storage.Enqueue): an agent key with an
 //     allow-list (allow_from) writes only to the contacts on it: 403
 //     contact_not_allowed for a one-to-one chat with another contact, a
@@ -93,7 +104,9 @@ import (
 //     there); an unsend always passes. The list is fixed for the key's
 //     life; a chat's contact never changes, and a group's members are
 //     read in the transaction that stores the item, so a member added
-//     meanwhile is either seen or added after the write.
+//     meanwhile is either seen or added after the write. The owner's chat
+//     with themselves is no contact's and passes (its chat and the line's
+//     self_handles are fixed).
 
 // conversation resolves the line and recipient of a write and applies
 // rules 3 to 6.
@@ -164,6 +177,9 @@ func (s *Server) checkRecipient(r *http.Request, line storage.Line, tgt target) 
 		if tgt.chat.IsGroup || tgt.contact != st.PairedHandle {
 			return httpapi.InvalidRequest("sandbox_contact_mismatch", "to", "The sandbox line only sends to its paired number %s.", st.PairedHandle)
 		}
+	}
+	if tgt.found && line.IsSelfChat(tgt.chat) {
+		return nil
 	}
 	if tgt.found && !tgt.chat.HasReceivedInbound && tgt.chat.IsGroup {
 		all, err := s.everyMemberWrote(r.Context(), line, tgt.chat.Participants)

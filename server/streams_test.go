@@ -243,6 +243,7 @@ var eventScope = map[string]string{
 	api.EventReceiptRead: "receipts:read", api.EventChatUpdated: "chats:read",
 	api.EventContactOptedOut: "chats:read", api.EventContactOptedIn: "chats:read",
 	api.EventChatHandoff: "chats:read", api.EventChatLeased: "chats:read", api.EventChatReleased: "chats:read",
+	api.EventMessageSelf: "messages:read",
 }
 
 // webhooks:read alone reads no message: asking for an event needs its read

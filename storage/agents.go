@@ -80,13 +80,19 @@ type AgentCheck struct {
 }
 
 // checkAgent refuses an agent's write of item (an *ErrHumanActive, an
-// *ErrChatLeased or a *ContactError).
-func checkAgent(tx *bolt.Tx, c *AgentCheck, item OutboxItem) error {
+// *ErrChatLeased or a *ContactError). The owner's chat with themselves
+// is no contact's: the gate lets an agent answer the owner there.
+func (db *DB) checkAgent(tx *bolt.Tx, c *AgentCheck, item OutboxItem) error {
 	if c == nil {
 		return nil
 	}
-	if err := c.Gate.refuse(tx, item); err != nil || c.ChatID == "" {
-		return err
+	if !db.inSelfChat(tx, item.LineID, item.ChatID) {
+		if err := c.Gate.refuse(tx, item); err != nil {
+			return err
+		}
+	}
+	if c.ChatID == "" {
+		return nil
 	}
 	var h Handoff
 	err := getJSON(tx.Bucket(bktHandoffs), []byte(c.ChatID), &h)

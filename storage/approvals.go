@@ -111,28 +111,38 @@ func (db *DB) WaitingApprovals(ctx context.Context, lineID string) ([]OutboxItem
 // (approval_expired) and ErrApprovalExpired. The item is returned as it is
 // after the call, whatever the error.
 func (db *DB) ApproveOutbox(ctx context.Context, id, by string, text *string, now int64) (OutboxItem, error) {
-	item, err := db.answerApproval(id, now, func(tx *bolt.Tx, item *OutboxItem) error {
-		item.Approval, item.ApprovalBy = api.ApprovalApproved, by
-		if text != nil {
-			item.Text = text
-		}
-		item.NextAttemptAt = max(now, item.SendAt)
-		return scheduleDue(tx, item.ID, item.NextAttemptAt)
-	})
+	item, err := db.answerApproval(id, now, approveDraft(by, text, now))
 	if err == nil {
 		db.signalOutbox()
 	}
 	return item, err
 }
 
+// approveDraft is ApproveOutbox's answer to a draft.
+func approveDraft(by string, text *string, now int64) func(*bolt.Tx, *OutboxItem) error {
+	return func(tx *bolt.Tx, item *OutboxItem) error {
+		item.Approval, item.ApprovalBy = api.ApprovalApproved, by
+		if text != nil {
+			item.Text = text
+		}
+		item.NextAttemptAt = max(now, item.SendAt)
+		return scheduleDue(tx, item.ID, item.NextAttemptAt)
+	}
+}
+
 // DeclineOutbox declines a draft waiting for approval: it becomes failed
 // with error "declined" and never reaches the network. Its errors are
 // ApproveOutbox's.
 func (db *DB) DeclineOutbox(ctx context.Context, id, by string, now int64) (OutboxItem, error) {
-	return db.answerApproval(id, now, func(tx *bolt.Tx, item *OutboxItem) error {
+	return db.answerApproval(id, now, declineDraft(by, now))
+}
+
+// declineDraft is DeclineOutbox's answer to a draft.
+func declineDraft(by string, now int64) func(*bolt.Tx, *OutboxItem) error {
+	return func(tx *bolt.Tx, item *OutboxItem) error {
 		item.Approval, item.ApprovalBy = api.ApprovalDeclined, by
 		return abandonPending(tx, item, Declined, now)
-	})
+	}
 }
 
 // answerApproval applies answer to draft id, which is taken off the
@@ -141,38 +151,43 @@ func (db *DB) DeclineOutbox(ctx context.Context, id, by string, now int64) (Outb
 func (db *DB) answerApproval(id string, now int64, answer func(*bolt.Tx, *OutboxItem) error) (OutboxItem, error) {
 	var item OutboxItem
 	var expired bool
-	err := db.bolt.Update(func(tx *bolt.Tx) error {
-		item, expired = OutboxItem{}, false
-		if err := getJSON(tx.Bucket(bktOutbox), []byte(id), &item); err != nil {
-			return err
-		}
-		switch {
-		case item.Approval == "":
-			return ErrNoApproval
-		case item.Approval == api.ApprovalExpired:
-			return ErrApprovalExpired
-		case item.Approval != api.ApprovalWaiting || item.Status != StatusPending:
-			return ErrApprovalAnswered
-		}
-		if err := tx.Bucket(bktApprovals).Delete(approvalKey(item)); err != nil {
-			return err
-		}
-		tx.OnCommit(db.approvals.broadcast)
-		if item.ApprovalExpiresAt <= now {
-			// Its time ran out before ExpireApprovals came by: failed now,
-			// as it would have been.
-			expired = true
-			return expireDraft(tx, &item, now)
-		}
-		if err := answer(tx, &item); err != nil {
-			return err
-		}
-		return putJSON(tx.Bucket(bktOutbox), []byte(id), item)
+	err := db.bolt.Update(func(tx *bolt.Tx) (err error) {
+		item, expired, err = db.answerApprovalTx(tx, id, now, answer)
+		return err
 	})
 	if err == nil && expired {
 		err = ErrApprovalExpired
 	}
 	return item, err
+}
+
+// answerApprovalTx is answerApproval in transaction tx; expired reports
+// a draft failed now because its time had run out.
+func (db *DB) answerApprovalTx(tx *bolt.Tx, id string, now int64, answer func(*bolt.Tx, *OutboxItem) error) (item OutboxItem, expired bool, err error) {
+	if err := getJSON(tx.Bucket(bktOutbox), []byte(id), &item); err != nil {
+		return item, false, err
+	}
+	switch {
+	case item.Approval == "":
+		return item, false, ErrNoApproval
+	case item.Approval == api.ApprovalExpired:
+		return item, false, ErrApprovalExpired
+	case item.Approval != api.ApprovalWaiting || item.Status != StatusPending:
+		return item, false, ErrApprovalAnswered
+	}
+	if err := tx.Bucket(bktApprovals).Delete(approvalKey(item)); err != nil {
+		return item, false, err
+	}
+	tx.OnCommit(db.approvals.broadcast)
+	if item.ApprovalExpiresAt <= now {
+		// Its time ran out before ExpireApprovals came by: failed now,
+		// as it would have been.
+		return item, true, expireDraft(tx, &item, now)
+	}
+	if err := answer(tx, &item); err != nil {
+		return item, false, err
+	}
+	return item, false, putJSON(tx.Bucket(bktOutbox), []byte(id), item)
 }
 
 // expireDraft fails a draft whose approval ran out, and stores it.

@@ -154,7 +154,7 @@ func (db *DB) applyKeyword(tx *bolt.Tx, line Line, c Chat, kw string) error {
 		if line.OptOutReply == "" {
 			return nil
 		}
-		return db.putReply(tx, line, c, line.OptOutReply)
+		return db.putReply(tx, line, c, line.OptOutReply, "")
 	case kw == KeywordOptIn && optedOut:
 		if err := b.Delete(key); err != nil {
 			return err
@@ -165,15 +165,16 @@ func (db *DB) applyKeyword(tx *bolt.Tx, line Line, c Chat, kw string) error {
 }
 
 // putReply puts a message of the line's own to chat c in the outbox, in
-// the transaction of what it answers.
-func (db *DB) putReply(tx *bolt.Tx, line Line, c Chat, text string) error {
+// the transaction of what it answers; promptFor is the draft it asks the
+// owner to approve, if any.
+func (db *DB) putReply(tx *bolt.Tx, line Line, c Chat, text, promptFor string) error {
 	now := nowMillis()
 	payload, err := json.Marshal(map[string]string{"from": line.Handle, "to": c.Identifier, "text": text})
 	if err != nil {
 		return err
 	}
 	item := OutboxItem{ID: NewID("obx_"), LineID: line.ID, Kind: KindMessage, Status: StatusPending, Payload: payload,
-		MaxAttempts: OptOutReplyAttempts, CreatedAt: now, NextAttemptAt: now, ChatID: c.ID, Text: &text}
+		MaxAttempts: OptOutReplyAttempts, CreatedAt: now, NextAttemptAt: now, ChatID: c.ID, Text: &text, PromptFor: promptFor}
 	if err := guardCount(tx, &item, nil, now); err != nil {
 		return err
 	}

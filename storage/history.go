@@ -225,11 +225,13 @@ type historyExtra struct {
 	ReadAt       int64        `json:"rd,omitempty"`
 	UnsentParts  *UnsentParts `json:"up,omitempty"`
 	EditRequests int          `json:"er,omitempty"`
+	EchoGUID     string       `json:"ec,omitempty"`
 }
 
 func (x *historyExtra) empty() bool {
 	return len(x.Attachments) == 0 && x.OutboxID == "" && x.ReplyToGUID == "" && x.FailedAt == 0 && x.Error == "" &&
-		x.EditedAt == 0 && x.UnsentAt == 0 && x.DeliveredAt == 0 && x.ReadAt == 0 && x.UnsentParts == nil && x.EditRequests == 0
+		x.EditedAt == 0 && x.UnsentAt == 0 && x.DeliveredAt == 0 && x.ReadAt == 0 && x.UnsentParts == nil && x.EditRequests == 0 &&
+		x.EchoGUID == ""
 }
 
 // encodeHistory is message m of chat c as a compact record: the format
@@ -274,7 +276,7 @@ func encodeHistory(m *Message, c *Chat) []byte {
 	}
 	x := historyExtra{Attachments: m.Attachments, OutboxID: m.OutboxID, ReplyToGUID: m.ReplyToGUID, FailedAt: m.FailedAt,
 		Error: m.Error, EditedAt: m.EditedAt, UnsentAt: m.UnsentAt, DeliveredAt: m.DeliveredAt, ReadAt: m.ReadAt,
-		UnsentParts: m.UnsentParts, EditRequests: m.EditRequests}
+		UnsentParts: m.UnsentParts, EditRequests: m.EditRequests, EchoGUID: m.EchoGUID}
 	if !x.empty() {
 		flags |= histExtra
 		data, err := json.Marshal(&x)
@@ -368,7 +370,7 @@ func decodeHistory(key, v []byte, c *Chat, num uint32, m *Message) error {
 		}
 		m.OutboxID, m.ReplyToGUID, m.FailedAt, m.Error = x.OutboxID, x.ReplyToGUID, x.FailedAt, x.Error
 		m.EditedAt, m.UnsentAt, m.DeliveredAt, m.ReadAt = x.EditedAt, x.UnsentAt, x.DeliveredAt, x.ReadAt
-		m.UnsentParts, m.EditRequests = x.UnsentParts, x.EditRequests
+		m.UnsentParts, m.EditRequests, m.EchoGUID = x.UnsentParts, x.EditRequests, x.EchoGUID
 	} else if len(p) != 0 {
 		return fmt.Errorf("%d bytes left over", len(p))
 	}

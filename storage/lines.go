@@ -28,6 +28,9 @@ type Line struct {
 	// owner writes in it from another device: agent keys may not write to
 	// it until then. 0: the owner's messages take nothing over.
 	TakeoverQuiet int64 `json:"takeover_quiet,omitempty"`
+	// SelfHandles are the handles of the owner's Apple ID: a one-to-one
+	// chat with one of them is the owner's chat with themselves (selfchat.go).
+	SelfHandles []string `json:"-"`
 	// ApprovalRequired makes agent keys' messages on the line wait for
 	// the owner's approval, except those to chats whose every contact is
 	// in ApprovalExcept; a draft expires ApprovalTTL (ms) after it is

@@ -48,6 +48,9 @@ type Message struct {
 	// EditRequests counts the line's accepted edits of its own message
 	// that did not fail: what Messages' limit on edits is checked against.
 	EditRequests int `json:"edit_requests,omitempty"`
+	// EchoGUID is, for a message of the owner's chat with themselves, the
+	// GUID of the received copy the network wrote of it (selfchat.go).
+	EchoGUID string `json:"echo_guid,omitempty"`
 }
 
 // UnsentParts are the parts of a message its sender took back.
@@ -202,6 +205,11 @@ type Inbound struct {
 	// the line's keywords; it counts only for a contact's message in a
 	// one-to-one chat, and not in history.
 	Keyword string
+	// EchoOf is, for a received message, the GUID of the message the
+	// network says it follows (chat.db's reply_to_guid): in the owner's
+	// chat with themselves, the received copy of a sent message names
+	// that message (selfchat.go).
+	EchoOf string
 	// CatchUp is news the network reported late (bridge.Inbound.CatchUp):
 	// its event's arrival is catch_up.
 	CatchUp bool
@@ -614,6 +622,15 @@ func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, h *historyTx) (r
 		}
 		return res, getJSON(tx.Bucket(bktChats), []byte(res.Message.ChatID), &res.Chat)
 	}
+	if h == nil {
+		if found, err := selfEcho(tx, line, in, &res.Message); err != nil || found {
+			res.Duplicate = found
+			if err == nil && found {
+				err = getJSON(tx.Bucket(bktChats), []byte(res.Message.ChatID), &res.Chat)
+			}
+			return res, err
+		}
+	}
 	if in.MatchTwins {
 		if found, err := db.twinOf(tx, h, in); err != nil || found != nil {
 			if found != nil {
@@ -684,25 +701,39 @@ func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, h *historyTx) (r
 			return res, err
 		}
 	}
+	self := line.IsSelfChat(c)
 	if events {
 		event := api.EventMessageReceived
-		if m.IsFromMe {
+		switch {
+		case self:
+			event = api.EventMessageSelf
+		case m.IsFromMe:
 			event = api.EventMessageSent // sent from the owner's other devices
+		}
+		// A reply to an approval prompt answers it: it is for Blueline,
+		// not for the agents.
+		answered := false
+		if self {
+			if answered, err = db.replyAnswer(tx, m); err != nil {
+				return res, err
+			}
 		}
 		subject := EventSubject{Message: &m}
 		if in.CatchUp {
 			subject.Arrival = api.ArrivalCatchUp
 		}
-		if err := db.queueEvent(tx, event, c.LineID, c.ID, subject); err != nil {
-			return res, err
+		if !answered {
+			if err := db.queueEvent(tx, event, c.LineID, c.ID, subject); err != nil {
+				return res, err
+			}
 		}
-		if m.IsFromMe {
+		if m.IsFromMe && !self {
 			if err := db.takeOver(tx, line, c, m); err != nil {
 				return res, err
 			}
 		}
 	}
-	if events && in.Keyword != "" && !m.IsFromMe && !c.IsGroup {
+	if events && in.Keyword != "" && !m.IsFromMe && !c.IsGroup && !self {
 		if err := db.applyKeyword(tx, line, c, in.Keyword); err != nil {
 			return res, err
 		}

@@ -59,6 +59,10 @@ type OutboxItem struct {
 	Approval          string `json:"approval,omitempty"`
 	ApprovalExpiresAt int64  `json:"approval_expires_at,omitempty"`
 	ApprovalBy        string `json:"approval_by,omitempty"`
+	// PromptFor is, on the message Blueline writes in the owner's chat
+	// with themselves to ask for a draft's approval, that draft's ID
+	// (selfapproval.go).
+	PromptFor string `json:"prompt_for,omitempty"`
 
 	// What to send, resolved when the request was accepted.
 	ChatID         string   `json:"chat_id"`
@@ -186,7 +190,7 @@ func (db *DB) Enqueue(ctx context.Context, req EnqueueRequest) (item OutboxItem,
 				return err
 			}
 		}
-		waits, err := req.Approval.waits(checkAgent(tx, req.Agent, item))
+		waits, err := req.Approval.waits(db.checkAgent(tx, req.Agent, item))
 		if err != nil {
 			return err
 		}
@@ -227,6 +231,9 @@ func (db *DB) Enqueue(ctx context.Context, req EnqueueRequest) (item OutboxItem,
 		}
 		if waits {
 			if err := awaitApproval(db, tx, item); err != nil {
+				return err
+			}
+			if err := db.promptOwner(tx, item); err != nil {
 				return err
 			}
 		} else if err := scheduleDue(tx, item.ID, item.NextAttemptAt); err != nil {

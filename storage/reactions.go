@@ -37,15 +37,22 @@ func reactionKey(messageID, sender, typ string) []byte {
 	return join([]byte(messageID), []byte(sender), []byte{0}, []byte(typ))
 }
 
-// ApplyReaction records a tapback added or removed on message r.MessageID.
-// It returns the record as stored and whether this changed it: the same
-// state again, or an event older than the stored one, changes nothing.
+// ApplyReaction records a tapback the network reported, added or removed
+// on message r.MessageID. It returns the record as stored and whether this
+// changed it: the same state again, or an event older than the stored one,
+// changes nothing. A tapback on an approval prompt answers its draft
+// (selfapproval.go).
 func (db *DB) ApplyReaction(ctx context.Context, r Reaction) (stored Reaction, changed bool, err error) {
 	err = db.bolt.Batch(func(tx *bolt.Tx) error {
 		if messageKey(tx, []byte(r.MessageID)) == nil {
 			return fmt.Errorf("message %s: %w", r.MessageID, ErrNotFound)
 		}
 		stored, changed, err = db.applyReaction(tx, r)
+		if err == nil {
+			// Even when the record was there already: Blueline's own
+			// tapback (an agent's) is stored under the same sender.
+			err = db.tapbackAnswer(tx, r)
+		}
 		return err
 	})
 	return stored, changed, err

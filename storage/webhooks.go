@@ -220,6 +220,9 @@ type EventSubject struct {
 	// chat's Filter when the event was recorded.
 	Arrival    string `json:"arrival,omitempty"`
 	ChatFilter string `json:"chat_filter,omitempty"`
+	// SelfChat is set on the events of the owner's chat with themselves
+	// (selfchat.go), as queueEvent found it.
+	SelfChat bool `json:"self_chat,omitempty"`
 }
 
 // contact is the contact whose doing the subject is: the sender of a
@@ -258,6 +261,9 @@ func (db *DB) queueEvent(tx *bolt.Tx, event, lineID, chatID string, subject Even
 	}
 	if subject.Message != nil && chat != nil {
 		subject.ChatFilter = chat.Filter
+	}
+	if line, ok := db.LineByID(lineID); ok && chat != nil && line.IsSelfChat(*chat) {
+		subject.SelfChat = true
 	}
 	if err := db.appendEvent(tx, Event{Name: event, LineID: lineID, ChatID: chatID, At: now, SandboxOwner: sandboxOwner, EventSubject: subject}); err != nil {
 		return err

@@ -31,7 +31,10 @@ import (
 
 // Config is one line's Messages bridge.
 type Config struct {
-	Line           string // the line's handle
+	Line string // the line's handle
+	// SelfHandles are the handles of the owner's Apple ID: a one-to-one
+	// chat with one of them is the owner's chat with themselves.
+	SelfHandles    []string
 	Service        string // "imessage" or "sms"
 	ChatDB         string // the Messages database; "~" is the home folder
 	Osascript      string // the AppleScript runner program
@@ -790,6 +793,8 @@ func (b *Bridge) React(ctx context.Context, r bridge.Reaction) (bridge.Receipt, 
 	if err != nil {
 		return bridge.Receipt{}, err
 	}
+	// The outbox records it: its row is not the owner's tapback.
+	b.claim(chatdb.Row{GUID: guid})
 	return bridge.Receipt{GUID: guid, SentAt: time.Now()}, nil
 }
 
@@ -816,6 +821,19 @@ func (b *Bridge) setSending(s *sendingState) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.sending = s
+}
+
+// sendingToSelf reports whether a send into the owner's chat with
+// themselves is in progress, begun before row r was written.
+func (b *Bridge) sendingToSelf(r chatdb.Row) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sending != nil && r.RowID > b.sending.after && b.selfChat(chatdb.Chat{Identifier: b.sending.identifier})
+}
+
+// selfChat reports whether c is the owner's chat with themselves.
+func (b *Bridge) selfChat(c chatdb.Chat) bool {
+	return !c.IsGroup && c.Identifier != "" && slices.ContainsFunc(b.cfg.SelfHandles, func(h string) bool { return strings.EqualFold(h, c.Identifier) })
 }
 
 // claim marks rows as our sends.

@@ -605,12 +605,40 @@ func (w *watcher) message(ctx context.Context, r chatdb.Row, seen time.Time) err
 		w.held = append(w.held, heldRow{rowID: r.RowID, guid: r.GUID, kind: r.Kind(), in: in})
 		return nil
 	}
-	if err := w.report(ctx, r, seen); err != nil {
+	err := w.report(ctx, r, seen)
+	if errors.Is(err, bridge.ErrNotRecorded) && w.copyOfOwnSend(r) {
+		return w.awaitOwnSend(r, seen)
+	}
+	if err != nil {
 		return err
 	}
 	if r.IsAudioMessage && r.Transcription == nil {
 		w.transcribing[r.GUID] = time.Now()
 	}
+	return nil
+}
+
+// copyOfOwnSend reports whether r is the received copy Messages wrote of
+// one of the line's own sends into the owner's chat with themselves: it
+// names that send's row (reply_to_guid), which the sender claimed.
+func (w *watcher) copyOfOwnSend(r chatdb.Row) bool {
+	return !r.IsFromMe && r.ReplyToGUID != "" && w.b.selfChat(r.Chat) && w.b.leaveToSender(chatdb.Row{GUID: r.ReplyToGUID})
+}
+
+// awaitOwnSend keeps the copy of one of the line's own sends until the
+// outbox has recorded that send, and the copy can be stored as another
+// name of it. A send never recorded (it failed after its row appeared)
+// leaves the copy to be stored with no event, once the send's own time
+// is over.
+func (w *watcher) awaitOwnSend(r chatdb.Row, seen time.Time) error {
+	if until := seen.Add(w.b.cfg.FileTimeout); time.Now().Before(until) {
+		w.deferred[r.GUID] = deferredRow{rowID: r.RowID, since: seen, until: until}
+		return nil
+	}
+	w.b.log.Warn("the copy of a send into the owner's chat with themselves outlived its send: stored without an event", "guid", r.GUID, "copy_of", r.ReplyToGUID)
+	in, _ := w.inbound(r, false, seen)
+	in.Screened, in.EchoOfOwnSend = true, false
+	w.held = append(w.held, heldRow{rowID: r.RowID, guid: r.GUID, kind: r.Kind(), in: in})
 	return nil
 }
 
@@ -681,6 +709,10 @@ func (w *watcher) keepWaiting(r chatdb.Row) bool {
 	switch {
 	case r.IsFromMe && w.b.leaveToSender(r):
 	case r.IsFromMe && r.Error == 0 && w.b.beingMatched(r):
+		limit = unsentWait
+	case !r.IsFromMe && w.b.selfChat(r.Chat) && w.b.sendingToSelf(r):
+		// Perhaps the copy of the send in progress, whose row the sender
+		// has not claimed yet.
 		limit = unsentWait
 	case w.transferring(r):
 		limit = w.b.cfg.TransferWait
@@ -753,6 +785,9 @@ func (w *watcher) inbound(r chatdb.Row, withFiles bool, seen time.Time) (_ bridg
 		in.DeliveredAt, in.ReadAt = deliveredAt(r, seen), readAt(r)
 	} else {
 		in.ReadByLineAt = readByLineAt(r)
+	}
+	if !r.IsFromMe && w.b.selfChat(r.Chat) {
+		in.EchoOf, in.EchoOfOwnSend = r.ReplyToGUID, w.copyOfOwnSend(r)
 	}
 	in.Attachments, missing = w.files(r, withFiles)
 	return in, missing
@@ -830,7 +865,15 @@ func bridgeChat(c chatdb.Chat) bridge.Chat {
 // no record of (from before the line was connected) is dropped.
 func (w *watcher) reaction(ctx context.Context, r chatdb.Row) error {
 	typ, added, ok := r.Reaction()
-	if !ok {
+	if !ok || r.IsFromMe && w.b.leaveToSender(r) {
+		// Our own tapback is recorded by the outbox, never as the owner's
+		// (which may answer an approval prompt).
+		return nil
+	}
+	if d, waiting := w.deferred[r.AssociatedGUID]; waiting {
+		// On a row still held back (the copy of one of our sends): it
+		// waits for that row.
+		w.deferred[r.GUID] = deferredRow{rowID: r.RowID, since: d.since, until: d.until}
 		return nil
 	}
 	sender := r.Sender

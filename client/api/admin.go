@@ -53,9 +53,17 @@ type KeyInfo struct {
 // (their iPhone or Mac), not through Blueline.
 type SimOwnerSend struct {
 	Line string `json:"line"`
-	To   string `json:"to"` // a contact's handle or a chat ID (cht_…)
+	// To is a contact's handle, a chat ID (cht_…), one of the line's
+	// self_handles or SimToSelf: the owner's chat with themselves.
+	To   string `json:"to"`
 	Text string `json:"text"`
+	// ReplyTo is the message (msg_… or GUID) this one replies to inline.
+	ReplyTo string `json:"reply_to,omitempty"`
 }
+
+// SimToSelf is SimOwnerSend's To for the owner's chat with themselves,
+// under the first of the line's self_handles.
+const SimToSelf = "self"
 
 // SimInbound is a message a simulated contact sends to a line.
 type SimInbound struct {

@@ -37,6 +37,12 @@ const (
 	// giving up a chat's lease.
 	EventChatLeased   = "chat.leased"
 	EventChatReleased = "chat.released"
+	// EventMessageSelf is a message the line's owner wrote in their chat
+	// with themselves (the line's self_handles): a control channel for
+	// agents. Such messages are not message.received or message.sent;
+	// Blueline's own sends into that chat are message.sent and never
+	// message.self.
+	EventMessageSelf = "message.self"
 )
 
 // Arrivals of a message event: how the message reached Blueline. Live
@@ -52,7 +58,7 @@ const (
 // WebhookEvents are the events a webhook can subscribe to.
 var WebhookEvents = []string{EventMessageReceived, EventMessageSent, EventReactionAdded, EventReactionRemoved, EventMessageFailed,
 	EventMessageEdited, EventMessageUnsent, EventMessageDelivered, EventReceiptRead, EventChatUpdated,
-	EventContactOptedOut, EventContactOptedIn, EventChatHandoff, EventChatLeased, EventChatReleased}
+	EventContactOptedOut, EventContactOptedIn, EventChatHandoff, EventChatLeased, EventChatReleased, EventMessageSelf}
 
 // StandardEvents are the reference service's four: what a stream that
 // names no events follows, as an SDK-built receiver expects nothing else.

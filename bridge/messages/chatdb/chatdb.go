@@ -263,6 +263,7 @@ func (db *DB) buildQueries() {
 		db.opt("message", "m", "destination_caller_id", "NULL"),
 		db.opt("message", "m", "message_summary_info", "NULL"),
 		db.opt("message", "m", "part_count", "NULL"),
+		db.opt("message", "m", "reply_to_guid", "NULL"),
 		// A message can sit in several chats: take the lowest chat ROWID.
 		"(SELECT MIN(cmj.chat_id) FROM chat_message_join cmj WHERE cmj.message_id = m.ROWID)",
 	}

@@ -453,6 +453,24 @@ func TestReply(t *testing.T) {
 	}
 }
 
+// The received copy Messages writes of a message sent to oneself names
+// the sent row in reply_to_guid, which is read as ReplyToGUID (not the
+// thread: ThreadOriginatorGUID stays empty).
+func TestSelfChatCopy(t *testing.T) {
+	f := chatdbtest.New(t, t.TempDir())
+	const me = "owner@example.com"
+	chat := f.DirectChat("iMessage", me)
+	_, sent := f.Insert(chatdbtest.Msg{Chat: chat, Text: "note", IsSent: true})
+	_, copied := f.Insert(chatdbtest.Msg{Chat: chat, From: me, Text: "note", Follows: sent})
+	db := open(t, f)
+	if r := byGUID(t, db, copied); r.ReplyToGUID != sent || r.ThreadOriginatorGUID != "" || r.IsFromMe || r.Sender != me {
+		t.Errorf("the copy: ReplyToGUID %q (want %q), thread %q, from me %v, sender %q", r.ReplyToGUID, sent, r.ThreadOriginatorGUID, r.IsFromMe, r.Sender)
+	}
+	if r := byGUID(t, db, sent); r.ReplyToGUID != "" {
+		t.Errorf("the sent row: ReplyToGUID %q, want empty", r.ReplyToGUID)
+	}
+}
+
 func TestAttachments(t *testing.T) {
 	home, err := os.UserHomeDir()
 	if err != nil {

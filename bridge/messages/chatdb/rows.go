@@ -100,6 +100,10 @@ type Row struct {
 	// ThreadOriginatorGUID is the GUID of the message this one replies to
 	// inline (macOS 11 and later), "" when none.
 	ThreadOriginatorGUID string
+	// ReplyToGUID is the message Messages files this one after
+	// (reply_to_guid), "" when none. The received copy Messages may write
+	// of a message sent to oneself names that message.
+	ReplyToGUID string
 	// BalloonBundleID names the iMessage app behind a balloon message (link
 	// previews, polls, …), "" for a plain message.
 	BalloonBundleID string
@@ -627,7 +631,7 @@ type msgScan struct {
 	groupAction, groupTitle      any
 	otherHandle, scheduleType    any
 	account, callerID, partCount any
-	chatID                       any
+	replyTo, chatID              any
 	body, summary                sql.RawBytes
 }
 
@@ -671,7 +675,7 @@ func (db *DB) queryRows(ctx context.Context, q queryer, rows []Row, tail string,
 			&s.dateRead, &s.threadGUID, &s.balloon,
 			&s.dateDelivered, &s.dateEdited, &s.retracted, &s.emoji, &s.groupAction, &s.groupTitle, &s.otherHandle,
 			&s.scheduleType, &s.account, &s.callerID,
-			&s.summary, &s.partCount, &s.chatID); err != nil {
+			&s.summary, &s.partCount, &s.replyTo, &s.chatID); err != nil {
 			return nil, nil, fmt.Errorf("chatdb: scan message: %w", err)
 		}
 		flag := func(bit int) bool { return s.flags&(1<<bit) != 0 }
@@ -703,6 +707,7 @@ func (db *DB) queryRows(ctx context.Context, q queryer, rows []Row, tail string,
 			AssociatedGUID:       cleanAssociatedGUID(colString(s.assocGUID)),
 			AssociatedType:       int(colInt(s.assocType)),
 			ThreadOriginatorGUID: colString(s.threadGUID),
+			ReplyToGUID:          colString(s.replyTo),
 			BalloonBundleID:      colString(s.balloon),
 			Chat:                 Chat{RowID: colInt(s.chatID)},
 		}

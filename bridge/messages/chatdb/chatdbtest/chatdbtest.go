@@ -286,6 +286,9 @@ type Msg struct {
 	Emoji string
 	// ReplyTo is the GUID of the message this one replies to inline.
 	ReplyTo string
+	// Follows is the message Messages files this row after (reply_to_guid):
+	// on the received copy of a message sent to oneself, that message.
+	Follows string
 	// HandleOf is the other party's address on a row of ours. Messages
 	// sets it on one-to-one rows, whatever chat they are filed under (or
 	// none): it is taken from the chat when empty.
@@ -451,6 +454,11 @@ func (f *Fixture) Insert(m Msg) (rowID int64, guid string) {
 		if m.CallerID != "" {
 			if _, err := c.Exec("UPDATE message SET destination_caller_id = ? WHERE ROWID = ?", m.CallerID, rowID); err != nil {
 				f.t.Fatalf("chatdbtest: set the caller ID: %v", err)
+			}
+		}
+		if m.Follows != "" {
+			if _, err := c.Exec("UPDATE message SET reply_to_guid = ? WHERE ROWID = ?", m.Follows, rowID); err != nil {
+				f.t.Fatalf("chatdbtest: set reply_to_guid: %v", err)
 			}
 		}
 		if !m.Read.IsZero() || m.Scheduled || m.Spam || m.FilesPending {
