@@ -60,15 +60,58 @@ func (s *Server) listBlocked(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]api.BlockedContact, len(page))
-	for i, bc := range page {
-		out[i] = toAPIBlocked(bc)
+	writeContactPage(w, r, page, next, 'b', toAPIBlocked)
+	return nil
+}
+
+// writeContactPage answers a page of a line's contacts, in handle order:
+// next, the page's last handle when more follow, is the next cursor.
+func writeContactPage[T, A any](w http.ResponseWriter, r *http.Request, page []T, next string, kind byte, toAPI func(T) A) {
+	out := make([]A, len(page))
+	for i, e := range page {
+		out[i] = toAPI(e)
 	}
 	var cursor *string
 	if next != "" {
-		cursor = encodeCursor('b', []byte(next))
+		cursor = encodeCursor(kind, []byte(next))
 	}
 	httpapi.WriteJSON(w, http.StatusOK, httpapi.List(r.Context(), out, cursor))
+}
+
+// listOptedOut lists the contacts opted out of a line's messages. The
+// sandbox line's are not listed: its owners share it, and one owner would
+// see the contacts of the others.
+func (s *Server) listOptedOut(w http.ResponseWriter, r *http.Request) error {
+	limit, err := parseLimit(r)
+	if err != nil {
+		return err
+	}
+	after, err := parseCursor(r, 'o', -1)
+	if err != nil {
+		return err
+	}
+	from, err := queryHandle(r, "from")
+	if err != nil {
+		return err
+	}
+	line, err := s.lineFor(r, from, "from")
+	if err != nil {
+		return err
+	}
+	if line.IsSandbox {
+		return httpapi.Invalid("from", "The sandbox line %s does not list its opt-outs: its owners share it.", line.Handle)
+	}
+	page, next, err := s.db.OptedOutContacts(r.Context(), line.ID, string(after), limit)
+	if err != nil {
+		return err
+	}
+	writeContactPage(w, r, page, next, 'o', func(o storage.OptOut) api.OptedOutContact {
+		out := api.OptedOutContact{Handle: o.Handle, LineID: line.ID, OptedOutAt: o.At}
+		if o.Word != "" {
+			out.Word = &o.Word
+		}
+		return out
+	})
 	return nil
 }
 
