@@ -29,6 +29,10 @@ type (
 	UnblockOutput = api.UnblockedContact
 )
 
+// blockedTools work on every line but the sandbox line, which has no
+// blocked list.
+var blockedTools = []string{"list_blocked", "block_contact", "unblock_contact"}
+
 func (t *tools) addBlocked(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{Name: "list_blocked", Annotations: readOnly(), InputSchema: inputSchema[ListBlockedInput]("list_blocked", nil),
 		Description: "List a line's blocked contacts, in handle order. A blocked contact's messages are stored but make no event " +
