@@ -76,47 +76,44 @@ was blocked. When more follow, the next page's cursor is printed on stderr.
 }
 
 func (a *app) blockedAddCommand() *cobra.Command {
-	var f apiFlags
-	var l lineFlag
-	c := &cobra.Command{
+	return a.blockedChangeCommand(&cobra.Command{
 		Use:   "add --line HANDLE CONTACT",
 		Short: "Block a contact on a line",
 		Long: `Block a contact (a phone number or e-mail handle, in any common format) on a
 line: its messages are stored with no event, and the line sends it nothing
 (contact_blocked). A contact blocked already stays as it was.`,
 		Example: "  blueline contacts blocked add --line +15550000001 \"+1 555 123 4567\"",
-		Args:    exactArgs(1, "CONTACT"),
-	}
-	c.RunE = a.apiRun(&f, func(ctx context.Context, conn *apiConn, args []string) error {
-		if err := l.check(c); err != nil {
-			return err
-		}
-		bc, err := conn.Blocked.Block(ctx, l.line, args[0])
-		return a.printAnswer(f, bc, err)
+	}, func(ctx context.Context, conn *apiConn, line, contact string) (any, error) {
+		return conn.Blocked.Block(ctx, line, contact)
 	})
-	f.add(c)
-	l.add(c)
-	return c
 }
 
 func (a *app) blockedRemoveCommand() *cobra.Command {
-	var f apiFlags
-	var l lineFlag
-	c := &cobra.Command{
+	return a.blockedChangeCommand(&cobra.Command{
 		Use:     "remove --line HANDLE CONTACT",
 		Aliases: []string{"rm"},
 		Short:   "Unblock a contact on a line",
 		Long: `Remove a contact from a line's blocked list (contact_not_blocked when it is not
 on it). What it sent while blocked makes no event later.`,
 		Example: "  blueline contacts blocked remove --line +15550000001 +15551234567",
-		Args:    exactArgs(1, "CONTACT"),
-	}
+	}, func(ctx context.Context, conn *apiConn, line, contact string) (any, error) {
+		return conn.Blocked.Unblock(ctx, line, contact)
+	})
+}
+
+// blockedChangeCommand is a command that changes one contact's entry on a
+// line's blocked list (--line, CONTACT): call makes the change, and the
+// command prints its answer.
+func (a *app) blockedChangeCommand(c *cobra.Command, call func(ctx context.Context, conn *apiConn, line, contact string) (any, error)) *cobra.Command {
+	var f apiFlags
+	var l lineFlag
+	c.Args = exactArgs(1, "CONTACT")
 	c.RunE = a.apiRun(&f, func(ctx context.Context, conn *apiConn, args []string) error {
 		if err := l.check(c); err != nil {
 			return err
 		}
-		u, err := conn.Blocked.Unblock(ctx, l.line, args[0])
-		return a.printAnswer(f, u, err)
+		v, err := call(ctx, conn, l.line, args[0])
+		return a.printAnswer(f, v, err)
 	})
 	f.add(c)
 	l.add(c)
