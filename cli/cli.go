@@ -165,6 +165,7 @@ simulated sandbox line and one simulated line with advanced features.`,
 	root.AddCommand(
 		a.listenCommand(), a.sendCommand(), a.reactCommand(), a.typingCommand(), a.readCommand(),
 		a.linesCommand(), a.chatsCommand(), a.messagesCommand(), a.filesCommand(), a.outboxCommand(),
+		a.contactsCommand(),
 	)
 	root.AddCommand(a.serviceCommands()...)
 	root.AddCommand(a.statusCommand(), a.doctorCommand(), a.versionCommand())

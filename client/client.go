@@ -60,6 +60,7 @@ type Client struct {
 	Groups        *GroupService
 	Availability  *AvailabilityService
 	Blocked       *BlockedService
+	OptedOut      *OptedOutService
 
 	base       string
 	apiKey     string
@@ -120,6 +121,7 @@ func New(baseURL string, opts ...Option) *Client {
 	c.Groups = &GroupService{c}
 	c.Availability = &AvailabilityService{c}
 	c.Blocked = &BlockedService{c}
+	c.OptedOut = &OptedOutService{c}
 	return c
 }
 

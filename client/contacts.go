@@ -16,7 +16,8 @@ import (
 // messages:write.
 type BlockedService struct{ c *Client }
 
-// BlockedListParams selects a line's blocked contacts.
+// BlockedListParams selects a line's blocked contacts, or its opted-out
+// ones (OptedOut.List).
 type BlockedListParams struct {
 	From   string // the line: its handle or ln_ ID (required)
 	Limit  int    // page size, 1–100; 0 is the server's default (50)
@@ -98,4 +99,30 @@ func (s *BlockedService) Import(ctx context.Context, from string, csv io.Reader)
 		return nil, err
 	}
 	return &out, nil
+}
+
+// OptedOutService lists the contacts opted out of a line's messages
+// (/v1/contacts/opted-out): they texted an opt-out keyword, and the line
+// sends them nothing (403 contact_opted_out) until they text an opt-in
+// keyword. Reading needs chats:read.
+type OptedOutService struct{ c *Client }
+
+// List iterates over the line's opted-out contacts in handle order,
+// fetching pages as it goes. An error ends the iteration.
+func (s *OptedOutService) List(ctx context.Context, p BlockedListParams) iter.Seq2[api.OptedOutContact, error] {
+	return paginate(p.Cursor, func(cursor string) (*api.List[api.OptedOutContact], error) {
+		p.Cursor = cursor
+		return s.ListPage(ctx, p)
+	})
+}
+
+// ListPage returns one page of the line's opted-out contacts;
+// NextCursor(page) is where the next one starts.
+func (s *OptedOutService) ListPage(ctx context.Context, p BlockedListParams) (*api.List[api.OptedOutContact], error) {
+	var page api.List[api.OptedOutContact]
+	q := query("from", p.From, "limit", limitString(p.Limit), "cursor", p.Cursor)
+	if err := s.c.get(ctx, "/v1/contacts/opted-out", q, &page); err != nil {
+		return nil, err
+	}
+	return &page, nil
 }

@@ -9,8 +9,9 @@ import (
 )
 
 // blockedPage lists the blocked contacts of one line (?line=, else the
-// first line that has a list) with forms to add and remove one, through
-// the API's /v1/contacts/blocked.
+// first line that has a list) with forms to add and remove one, and the
+// contacts opted out of its messages, through the API's
+// /v1/contacts/blocked and /v1/contacts/opted-out.
 func (c *Console) blockedPage(w http.ResponseWriter, r *http.Request, status int, lineHandle string, p page) {
 	all, err := c.lines(r)
 	if err != nil {
@@ -24,24 +25,36 @@ func (c *Console) blockedPage(w http.ResponseWriter, r *http.Request, status int
 		lineHandle = lines[0].Handle
 	}
 	var blocked []api.BlockedContact
+	var optedOut []api.OptedOutContact
 	if lineHandle != "" {
-		for cursor := ""; ; {
-			var page api.List[api.BlockedContact]
-			q := url.Values{"from": {lineHandle}, "limit": {"100"}, "cursor": {cursor}}
-			if err := c.call(r, false, "GET", "/v1/contacts/blocked?"+q.Encode(), nil, &page); err != nil {
-				p.Error = c.errorText(r, err)
-				status = statusOf(err)
-				break
-			}
-			blocked = append(blocked, page.Data...)
-			if page.NextCursor == nil {
-				break
-			}
-			cursor = *page.NextCursor
+		var err error
+		if blocked, err = allPages[api.BlockedContact](c, r, "/v1/contacts/blocked", lineHandle); err == nil {
+			optedOut, err = allPages[api.OptedOutContact](c, r, "/v1/contacts/opted-out", lineHandle)
+		}
+		if err != nil {
+			p.Error = c.errorText(r, err)
+			status = statusOf(err)
 		}
 	}
-	p.fill(map[string]any{"Lines": lines, "Line": lineHandle, "Blocked": blocked})
+	p.fill(map[string]any{"Lines": lines, "Line": lineHandle, "Blocked": blocked, "OptedOut": optedOut})
 	c.render(w, r, status, "blocked", nil, p)
+}
+
+// allPages reads every page of a line's contact list at path.
+func allPages[T any](c *Console, r *http.Request, path, lineHandle string) ([]T, error) {
+	var all []T
+	for cursor := ""; ; {
+		var page api.List[T]
+		q := url.Values{"from": {lineHandle}, "limit": {"100"}, "cursor": {cursor}}
+		if err := c.call(r, false, "GET", path+"?"+q.Encode(), nil, &page); err != nil {
+			return all, err
+		}
+		all = append(all, page.Data...)
+		if page.NextCursor == nil {
+			return all, nil
+		}
+		cursor = *page.NextCursor
+	}
 }
 
 func (c *Console) blocked(w http.ResponseWriter, r *http.Request) {

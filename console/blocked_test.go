@@ -10,7 +10,8 @@ import (
 )
 
 // The blocked contacts page: the first line's list, a contact blocked and
-// unblocked through its forms, a bad handle refused on the page.
+// unblocked through its forms, a bad handle refused on the page; the
+// line's opted-out contacts.
 func TestBlockedContactsPage(t *testing.T) {
 	e := start(t, "")
 	b := e.browser()
@@ -45,6 +46,16 @@ func TestBlockedContactsPage(t *testing.T) {
 	a = b.do("POST", "/dashboard/blocked/remove", url.Values{"csrf": {csrf}, "line": {mainLine}, "handle": {alice}})
 	if a.status != http.StatusNotFound || !strings.Contains(a.body, "is not blocked") {
 		t.Errorf("unblock again: %d %s", a.status, a.body)
+	}
+	// A contact who texted STOP is listed under Opted out, with its word.
+	if !strings.Contains(a.body, "No contact opted out of <bdi>"+shown(mainLine)+"</bdi>") {
+		t.Errorf("the empty opted-out table: %s", a.body)
+	}
+	e.d.Inbound(mainLine, daemontest.Bob, "Arrêt")
+	a = b.do("GET", "/dashboard/blocked?line="+url.QueryEscape(mainLine), nil)
+	if _, optedOut, _ := strings.Cut(a.body, `<table id="opted-out">`); !strings.Contains(optedOut, `<tr data-handle="`+shown(daemontest.Bob)+`">`) ||
+		!strings.Contains(optedOut, "<bdi>Arrêt</bdi>") {
+		t.Errorf("the opted-out table: %s", a.body)
 	}
 	// A form without its token is refused.
 	if a := b.do("POST", "/dashboard/blocked", url.Values{"line": {mainLine}, "handle": {alice}}); a.status != http.StatusForbidden {

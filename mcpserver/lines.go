@@ -100,6 +100,9 @@ func (t *tools) guide(ctx context.Context, extra *mcp.RequestExtra) (LinesGuide,
 				u.Tools = append(u.Tools, ft.tool)
 			}
 		}
+		if !l.IsSandbox {
+			u.Tools = append(u.Tools, blockedTools...)
+		}
 		g.Lines[i] = u
 	}
 	return g, nil

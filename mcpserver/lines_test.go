@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/blueline-app/blueline/client"
+	"github.com/blueline-app/blueline/daemontest"
 	"github.com/blueline-app/blueline/mcpserver"
 	"github.com/blueline-app/blueline/testkit"
 )
@@ -177,10 +178,13 @@ func TestLinesResource(t *testing.T) {
 				byHandle[l.Handle] = l
 			}
 			main, plain := byHandle[mainLine], byHandle[plainLine]
-			for _, tool := range []string{"send_message", "react", "set_typing", "mark_read", "wait_for_message", "edit_message", "unsend_message", "create_group", "check_availability"} {
+			for _, tool := range []string{"send_message", "react", "set_typing", "mark_read", "wait_for_message", "edit_message", "unsend_message", "create_group", "check_availability", "block_contact"} {
 				if !slices.Contains(main.Tools, tool) {
 					t.Errorf("%s lacks %s: %+v", mainLine, tool, main)
 				}
+			}
+			if slices.Contains(byHandle[daemontest.SandboxLine].Tools, "block_contact") {
+				t.Errorf("the sandbox line, which has no blocked list, offers block_contact: %+v", byHandle[daemontest.SandboxLine])
 			}
 			if !slices.Contains(main.Available, "emoji_reactions") || len(main.Unavailable) != 0 {
 				t.Errorf("%s: %+v", mainLine, main)

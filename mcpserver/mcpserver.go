@@ -123,6 +123,7 @@ func New(opts Options) *mcp.Server {
 	t.addDiagnose(s)
 	t.addSearch(s)
 	t.addPush(s)
+	t.addBlocked(s)
 	return s
 }
 
@@ -308,6 +309,7 @@ type intRange struct{ min, max, def int }
 // argument: the API's for a page, the wait's own for a timeout.
 var bounded = map[string]map[string]intRange{
 	"list_chats":            {"limit": {1, maxLimit, defaultLimit}},
+	"list_blocked":          {"limit": {1, maxLimit, defaultLimit}},
 	"chats_needing_reply":   {"limit": {1, maxLimit, defaultLimit}},
 	"search_messages":       {"limit": {1, maxLimit, defaultLimit}},
 	"read_messages":         {"limit": {1, maxLimit, defaultLimit}},

@@ -143,8 +143,8 @@ func text(res *mcp.CallToolResult) string {
 	return b.String()
 }
 
-var toolNames = []string{"add_group_participant", "cancel_outbox_item", "chats_needing_reply", "check_availability", "create_group", "diagnose", "edit_message", "get_outbox_item", "leave_group",
-	"list_chats", "list_lines", "mark_read", "react", "read_messages", "remove_group_participant", "rename_group", "search_messages", "send_message", "set_typing", "unsend_message", "wait_for_message", "wait_for_outbox_item",
+var toolNames = []string{"add_group_participant", "block_contact", "cancel_outbox_item", "chats_needing_reply", "check_availability", "create_group", "diagnose", "edit_message", "get_outbox_item", "leave_group",
+	"list_blocked", "list_chats", "list_lines", "mark_read", "react", "read_messages", "remove_group_participant", "rename_group", "search_messages", "send_message", "set_typing", "unblock_contact", "unsend_message", "wait_for_message", "wait_for_outbox_item",
 	"wait_for_self_message"}
 
 // TestConversation holds a conversation over both transports: the agent

@@ -20,24 +20,31 @@ import (
 // blockedPrefix is the path of a blocked contact, before its handle.
 const blockedPrefix = "/v1/contacts/blocked/"
 
-// blockedLine is the line named by ?from= (or a body's from) whose blocked
-// list a request reads or changes. The sandbox line has none: its owners
-// share it, and a list of one would block the contact for the others.
-func (s *Server) blockedLine(r *http.Request, from string) (storage.Line, error) {
+// Contact lists a line has (contactListLine).
+const (
+	blockedList  = "blocked list"
+	optedOutList = "list of opted-out contacts"
+)
+
+// contactListLine is the line named by ?from= (or a body's from) whose
+// contact list (blockedList, optedOutList) a request reads or changes. The
+// sandbox line has none: its owners share it, and a list of one would
+// block the contact for the others, or show one the others' contacts.
+func (s *Server) contactListLine(r *http.Request, from, list string) (storage.Line, error) {
 	line, err := s.lineFor(r, from, "from")
 	if err == nil && line.IsSandbox {
-		err = httpapi.Invalid("from", "The sandbox line %s has no blocked list.", line.Handle)
+		err = httpapi.Invalid("from", "The sandbox line %s has no %s: its owners share it.", line.Handle, list)
 	}
 	return line, err
 }
 
-// queryBlockedLine is blockedLine for the line named by ?from=.
-func (s *Server) queryBlockedLine(r *http.Request) (storage.Line, error) {
+// queryListLine is contactListLine for the line named by ?from=.
+func (s *Server) queryListLine(r *http.Request, list string) (storage.Line, error) {
 	from, err := queryHandle(r, "from")
 	if err != nil {
 		return storage.Line{}, err
 	}
-	return s.blockedLine(r, from)
+	return s.contactListLine(r, from, list)
 }
 
 func (s *Server) listBlocked(w http.ResponseWriter, r *http.Request) error {
@@ -52,7 +59,7 @@ func (s *Server) listBlocked(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	line, err := s.queryBlockedLine(r)
+	line, err := s.queryListLine(r, blockedList)
 	if err != nil {
 		return err
 	}
@@ -60,15 +67,49 @@ func (s *Server) listBlocked(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]api.BlockedContact, len(page))
-	for i, bc := range page {
-		out[i] = toAPIBlocked(bc)
+	writeContactPage(w, r, page, next, 'b', toAPIBlocked)
+	return nil
+}
+
+// writeContactPage answers a page of a line's contacts, in handle order:
+// next, the page's last handle when more follow, is the next cursor.
+func writeContactPage[T, A any](w http.ResponseWriter, r *http.Request, page []T, next string, kind byte, toAPI func(T) A) {
+	out := make([]A, len(page))
+	for i, e := range page {
+		out[i] = toAPI(e)
 	}
 	var cursor *string
 	if next != "" {
-		cursor = encodeCursor('b', []byte(next))
+		cursor = encodeCursor(kind, []byte(next))
 	}
 	httpapi.WriteJSON(w, http.StatusOK, httpapi.List(r.Context(), out, cursor))
+}
+
+// listOptedOut lists the contacts opted out of a line's messages.
+func (s *Server) listOptedOut(w http.ResponseWriter, r *http.Request) error {
+	limit, err := parseLimit(r)
+	if err != nil {
+		return err
+	}
+	after, err := parseCursor(r, 'o', -1)
+	if err != nil {
+		return err
+	}
+	line, err := s.queryListLine(r, optedOutList)
+	if err != nil {
+		return err
+	}
+	page, next, err := s.db.OptedOutContacts(r.Context(), line.ID, string(after), limit)
+	if err != nil {
+		return err
+	}
+	writeContactPage(w, r, page, next, 'o', func(o storage.OptOut) api.OptedOutContact {
+		out := api.OptedOutContact{Handle: o.Handle, LineID: line.ID, OptedOutAt: o.At}
+		if o.Word != "" {
+			out.Word = &o.Word
+		}
+		return out
+	})
 	return nil
 }
 
@@ -94,7 +135,7 @@ func wantsCSV(r *http.Request) bool {
 // `handle`, then one handle per row, in handle order; what POST
 // /v1/contacts/blocked.csv reads back.
 func (s *Server) exportBlocked(w http.ResponseWriter, r *http.Request) error {
-	line, err := s.queryBlockedLine(r)
+	line, err := s.queryListLine(r, blockedList)
 	if err != nil {
 		return err
 	}
@@ -143,7 +184,7 @@ func (s *Server) blockContact(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return httpapi.BadHandle("handle", raw, err)
 	}
-	line, err := s.blockedLine(r, from)
+	line, err := s.contactListLine(r, from, blockedList)
 	if err != nil {
 		return err
 	}
@@ -171,7 +212,7 @@ func (s *Server) unblockContact(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return httpapi.BadHandle("handle", raw, err)
 	}
-	line, err := s.queryBlockedLine(r)
+	line, err := s.queryListLine(r, blockedList)
 	if err != nil {
 		return err
 	}
@@ -197,7 +238,7 @@ func (s *Server) importBlocked(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	line, err := s.queryBlockedLine(r)
+	line, err := s.queryListLine(r, blockedList)
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,14 @@
 package server_test
 
 import (
+	"context"
+	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/blueline-app/blueline/apitest"
+	"github.com/blueline-app/blueline/bridge"
+	"github.com/blueline-app/blueline/bridge/sim"
 )
 
 // A contact who texts STOP is refused every write but an unsend until it
@@ -35,12 +39,55 @@ func TestOptOutAPI(t *testing.T) {
 		}
 		apitest.CheckErrorType(t, w.path, r)
 	}
+	// Listed, with the word it wrote; the sandbox's opt-outs are not.
+	if r := e.call("GET", "/v1/contacts/opted-out?from="+mainLine, key, nil); r.Status != 200 || len(r.Data()) != 1 ||
+		r.Data()[0]["handle"] != alice || r.Data()[0]["word"] != "Arrêt" || r.Data()[0]["line_id"] != e.lines[mainLine].ID || r.Data()[0]["opted_out_at"] == 0.0 {
+		t.Errorf("opted-out list: %d %s", r.Status, r.Raw)
+	}
+	for _, c := range []struct {
+		r     response
+		code  string
+		param string
+	}{
+		{e.call("GET", "/v1/contacts/opted-out?from="+sandboxLine, e.key(keyOpts{Owner: "acme"}), nil), "invalid_parameter_value", "from"},
+		{e.call("GET", "/v1/contacts/opted-out?from="+mainLine+"&cursor=Yg", key, nil), "invalid_parameter_value", "cursor"},
+		{e.call("GET", "/v1/contacts/opted-out", key, nil), "missing_required_parameter", "from"},
+	} {
+		if c.r.Status != 400 || c.r.ErrCode() != c.code || c.r.ErrParam() != c.param {
+			t.Errorf("want 400 %s (%s): %d %s", c.code, c.param, c.r.Status, c.r.Raw)
+		}
+	}
+	if r := e.call("GET", "/v1/contacts/opted-out?from="+mainLine, e.key(keyOpts{Scopes: []string{"messages:read"}}), nil); r.Status != 403 {
+		t.Errorf("opted-out list without chats:read: %d %s", r.Status, r.Raw)
+	}
 	// The other line is not the one it opted out of.
 	e.inbound(smsLine, alice, "hello")
 	e.send(key, map[string]any{"from": smsLine, "to": alice, "text": "hi"})
 
 	e.inbound(mainLine, alice, "start")
 	e.send(key, map[string]any{"from": mainLine, "to": alice, "text": "welcome back"})
+	if r := e.call("GET", "/v1/contacts/opted-out?from="+mainLine, key, nil); r.Status != 200 || len(r.Data()) != 0 {
+		t.Errorf("opted-out list after opting in: %d %s", r.Status, r.Raw)
+	}
+}
+
+// A blocked contact's typing is not listed; once unblocked, it is.
+func TestBlockedTyping(t *testing.T) {
+	e := newAPI(t, defaultOptions())
+	key := e.key(keyOpts{})
+	e.inbound(mainLine, alice, "hello")
+	e.call("POST", "/v1/contacts/blocked", key, map[string]any{"from": mainLine, "handle": alice})
+	if _, err := e.recv.RecordTyping(context.Background(), bridge.InboundTyping{Line: mainLine, Chat: sim.OneToOne("imessage", alice), Sender: alice, On: true}); err != nil {
+		t.Fatal(err)
+	}
+	typing := "/v1/typing?from=" + url.QueryEscape(mainLine) + "&to=" + url.QueryEscape(alice)
+	if r := e.call("GET", typing, key, nil); r.Status != 200 || len(r.Data()) != 0 {
+		t.Errorf("a blocked contact's typing: %d %s", r.Status, r.Raw)
+	}
+	e.call("DELETE", "/v1/contacts/blocked/"+alice+"?from="+mainLine, key, nil)
+	if r := e.call("GET", typing, key, nil); r.Status != 200 || len(r.Data()) != 1 || r.Data()[0]["handle"] != alice {
+		t.Errorf("typing after unblocking: %d %s", r.Status, r.Raw)
+	}
 }
 
 // The blocked list: add, list in pages, CSV out and in, remove; writes to

@@ -38,6 +38,8 @@ func (s *Server) routes(r patternRouter) {
 	r.POST("/v1/contacts/blocked", s.api("messages:write", s.blockContact))
 	r.POST("/v1/contacts/blocked.csv", s.api("messages:write", s.importBlocked))
 	r.DELETE("/v1/contacts/blocked/:handle", s.api("messages:write", s.unblockContact))
+	// The contacts opted out of a line's messages, read with the chats.
+	r.GET("/v1/contacts/opted-out", s.api("chats:read", s.listOptedOut))
 	// Agents on a line: chat leases, and the owner giving a chat they took
 	// over back to the agents.
 	r.POST("/v1/chats/lease", s.api("messages:write", s.leaseChat))

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -53,6 +54,9 @@ type BlockedContact struct {
 type OptOut struct {
 	Handle string `json:"handle"`
 	At     int64  `json:"at"`
+	// Word is the message that opted the contact out, as it wrote it,
+	// trimmed; "" for an opt-out stored before it was kept.
+	Word string `json:"word,omitempty"`
 }
 
 // ContactChange is the subject of the contact.* events: a contact opting
@@ -138,14 +142,18 @@ func blocked(tx *bolt.Tx, lineID, handle string) bool {
 // says by its keyword (Inbound.Keyword): an opt-out or an opt-in, with its
 // event, when it changes the contact's standing; and, for an opt-out, the
 // line's reply as an outbox item, which no rule of Enqueue sees.
-func (db *DB) applyKeyword(tx *bolt.Tx, line Line, c Chat, kw string) error {
+func (db *DB) applyKeyword(tx *bolt.Tx, line Line, c Chat, kw string, m Message) error {
 	b := tx.Bucket(bktOptOuts)
 	key := contactKey(line.ID, c.Identifier)
 	optedOut := b.Get(key) != nil
 	change := ContactChange{Handle: c.Identifier, At: nowMillis()}
 	switch {
 	case kw == KeywordOptOut && !optedOut:
-		if err := putJSON(b, key, OptOut{Handle: c.Identifier, At: change.At}); err != nil {
+		o := OptOut{Handle: c.Identifier, At: change.At}
+		if m.Text != nil {
+			o.Word = strings.TrimSpace(*m.Text)
+		}
+		if err := putJSON(b, key, o); err != nil {
 			return err
 		}
 		if err := db.queueEvent(tx, api.EventContactOptedOut, line.ID, c.ID, EventSubject{Contact: &change}); err != nil {
@@ -241,24 +249,36 @@ func (db *DB) UnblockContact(ctx context.Context, lineID, handle string) error {
 // handle order, from just after the handle after ("" for the first page).
 // next is the last handle of a page that has more after it, else "".
 func (db *DB) BlockedContacts(ctx context.Context, lineID, after string, limit int) (out []BlockedContact, next string, err error) {
+	return pageContacts(db, bktBlocked, lineID, after, limit, func(bc BlockedContact) string { return bc.Handle })
+}
+
+// OptedOutContacts pages through the contacts opted out of line lineID's
+// messages, as BlockedContacts pages through its blocked ones.
+func (db *DB) OptedOutContacts(ctx context.Context, lineID, after string, limit int) (out []OptOut, next string, err error) {
+	return pageContacts(db, bktOptOuts, lineID, after, limit, func(o OptOut) string { return o.Handle })
+}
+
+// pageContacts pages through a line's contacts in bucket (keyed by
+// contactKey) in handle order, from just after the handle after.
+func pageContacts[T any](db *DB, bucket []byte, lineID, after string, limit int, handleOf func(T) string) (out []T, next string, err error) {
 	prefix := contactKey(lineID, "")
-	out = []BlockedContact{}
+	out = []T{}
 	err = db.bolt.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bktBlocked).Cursor()
+		c := tx.Bucket(bucket).Cursor()
 		k, v := c.Seek(contactKey(lineID, after))
 		if after != "" && bytes.Equal(k, contactKey(lineID, after)) {
 			k, v = c.Next()
 		}
 		for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			if len(out) == limit {
-				next = out[len(out)-1].Handle
+				next = handleOf(out[len(out)-1])
 				return nil
 			}
-			var bc BlockedContact
-			if err := json.Unmarshal(v, &bc); err != nil {
-				return fmt.Errorf("decode blocked contact %q: %w", k, err)
+			var e T
+			if err := json.Unmarshal(v, &e); err != nil {
+				return fmt.Errorf("decode %s contact %q: %w", bucket, k, err)
 			}
-			out = append(out, bc)
+			out = append(out, e)
 		}
 		return nil
 	})

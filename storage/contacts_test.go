@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/blueline-app/blueline/client/api"
 	"github.com/blueline-app/blueline/storage"
@@ -63,7 +64,7 @@ func TestOptOut(t *testing.T) {
 	if got, want := eventNames(t, db, seq), []string{api.EventMessageReceived, api.EventContactOptedOut, api.EventMessageReceived}; !slices.Equal(got, want) {
 		t.Errorf("events %q, want %q", got, want)
 	}
-	if o, err := db.OptedOut(ctx, line.ID, contact); err != nil || o.Handle != contact || o.At == 0 {
+	if o, err := db.OptedOut(ctx, line.ID, contact); err != nil || o.Handle != contact || o.At == 0 || o.Word != "Stop" {
 		t.Errorf("OptedOut = %+v, %v", o, err)
 	}
 	_, err = enqueueText(t, db, line, chat.ID, 0, nil)
@@ -90,6 +91,13 @@ func TestOptOut(t *testing.T) {
 	unsend := storage.OutboxItem{ID: storage.NewID("obx_"), LineID: line.ID, Kind: storage.KindUnsend, ChatID: chat.ID, MaxAttempts: 1}
 	if _, _, err := db.Enqueue(ctx, storage.EnqueueRequest{Item: unsend}); err != nil {
 		t.Errorf("unsend to an opted-out contact: %v", err)
+	}
+	textFrom(t, db, line, "+15551110002", " quit ", storage.KeywordOptOut)
+	if page, next, err := db.OptedOutContacts(ctx, line.ID, "", 1); err != nil || len(page) != 1 || page[0].Handle != contact || next != contact {
+		t.Errorf("OptedOutContacts, first page = %+v, %q, %v", page, next, err)
+	}
+	if page, next, err := db.OptedOutContacts(ctx, line.ID, contact, 1); err != nil || len(page) != 1 || page[0].Handle != "+15551110002" || page[0].Word != "quit" || next != "" {
+		t.Errorf("OptedOutContacts, second page = %+v, %q, %v", page, next, err)
 	}
 
 	seq, _ = db.LastEventSeq(ctx)
@@ -159,6 +167,13 @@ func TestBlockedContacts(t *testing.T) {
 	if _, err := enqueueText(t, db, line, chat.ID, 0, nil); !errors.Is(err, storage.ErrContactBlocked) {
 		t.Errorf("Enqueue to a blocked contact: %v", err)
 	}
+	// Its typing shows nowhere; the line's own does.
+	now := time.Now()
+	db.SetTyping(chat.ID, contact, true, now)
+	db.SetTyping(chat.ID, line.Handle, true, now)
+	if inds := db.TypingIndicators(chat.ID, now); len(inds) != 1 || inds[0].Handle != line.Handle {
+		t.Errorf("TypingIndicators of a chat with a blocked contact: %+v", inds)
+	}
 	group := storage.OutboxItem{ID: storage.NewID("obx_"), LineID: line.ID, Kind: storage.KindGroupCreate,
 		Participants: []string{"+15551110009", contact}, MaxAttempts: 1}
 	if _, _, err := db.Enqueue(ctx, storage.EnqueueRequest{Item: group}); !errors.Is(err, storage.ErrContactBlocked) {
@@ -197,5 +212,8 @@ func TestBlockedContacts(t *testing.T) {
 	textFrom(t, db, line, contact, "back", "")
 	if got := eventNames(t, db, seq); !slices.Equal(got, []string{api.EventMessageReceived}) {
 		t.Errorf("after unblocking: events %q", got)
+	}
+	if inds := db.TypingIndicators(chat.ID, now); len(inds) != 2 {
+		t.Errorf("TypingIndicators after unblocking: %+v", inds)
 	}
 }

@@ -734,7 +734,7 @@ func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, h *historyTx) (r
 		}
 	}
 	if events && in.Keyword != "" && !m.IsFromMe && !c.IsGroup && !self {
-		if err := db.applyKeyword(tx, line, c, in.Keyword); err != nil {
+		if err := db.applyKeyword(tx, line, c, in.Keyword, m); err != nil {
 			return res, err
 		}
 	}

@@ -1,9 +1,12 @@
 package storage
 
 import (
+	"errors"
 	"slices"
 	"sync"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // TypingTTL is how long a typing indicator lasts without an update. The
@@ -57,18 +60,42 @@ func (db *DB) SetTyping(chatID, handle string, on bool, at time.Time) Indicator 
 	return list[i]
 }
 
-// TypingIndicators lists a chat's indicators that have not expired at now.
+// TypingIndicators lists a chat's indicators that have not expired at now,
+// but those of contacts blocked on the chat's line: what a blocked
+// contact does makes no event, and its typing shows nowhere either.
 func (db *DB) TypingIndicators(chatID string, now time.Time) []Indicator {
 	t := &db.typing
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	list := live(t.chats[chatID], now)
 	if len(list) == 0 {
 		delete(t.chats, chatID)
+		t.mu.Unlock()
 		return []Indicator{}
 	}
 	t.chats[chatID] = list
-	return slices.Clone(list)
+	list = slices.Clone(list)
+	t.mu.Unlock()
+	return db.hideBlocked(chatID, list)
+}
+
+// hideBlocked drops from a chat's indicators those of contacts blocked on
+// its line. A chat that cannot be read shows none: hiding a contact's
+// typing wrongly is better than showing a blocked one's.
+func (db *DB) hideBlocked(chatID string, list []Indicator) []Indicator {
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		var c Chat
+		if err := getJSON(tx.Bucket(bktChats), []byte(chatID), &c); err != nil {
+			return err
+		}
+		if anyOf(tx, bktBlocked, c.LineID) {
+			list = slices.DeleteFunc(list, func(ind Indicator) bool { return blocked(tx, c.LineID, ind.Handle) })
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return []Indicator{}
+	}
+	return list
 }
 
 func live(list []Indicator, now time.Time) []Indicator {

@@ -10,6 +10,18 @@ type BlockedContact struct {
 	RequestID string `json:"request_id,omitempty"`
 }
 
+// OptedOutContact is a contact that opted out of a line's messages by
+// texting one of its opt-out keywords: the line sends it nothing (403
+// contact_opted_out) until it texts an opt-in keyword.
+type OptedOutContact struct {
+	Handle     string `json:"handle"`
+	LineID     string `json:"line_id"`
+	OptedOutAt int64  `json:"opted_out_at"`
+	// Word is the message that opted it out, as the contact wrote it
+	// (trimmed); nil for an opt-out stored before the word was kept.
+	Word *string `json:"word"`
+}
+
 // UnblockedContact answers DELETE /v1/contacts/blocked/{handle}.
 type UnblockedContact struct {
 	Handle    string `json:"handle"`

@@ -55,6 +55,16 @@ func TestBlockedContacts(t *testing.T) {
 	td.Inbound(mainLine, alice, "STOP")
 	_, err = c.Messages.Send(ctx, client.MessageSendParams{From: mainLine, To: alice, Text: "hi"})
 	apiErr(t, err, client.ErrPermission, 403, "contact_opted_out")
+	var opted []api.OptedOutContact
+	for o, err := range c.OptedOut.List(ctx, client.BlockedListParams{From: mainLine}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		opted = append(opted, o)
+	}
+	if len(opted) != 1 || opted[0].Handle != alice || opted[0].Word == nil || *opted[0].Word != "STOP" || opted[0].OptedOutAt == 0 {
+		t.Errorf("opted-out list: %+v", opted)
+	}
 	streamCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for ev, err := range c.Events.Stream(streamCtx, client.EventStreamParams{Events: []string{api.EventContactOptedOut}}) {
