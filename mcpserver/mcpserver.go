@@ -104,13 +104,15 @@ func New(opts Options) *mcp.Server {
 	so := &mcp.ServerOptions{Instructions: instructions(opts), Capabilities: &mcp.ServerCapabilities{}}
 	var push *pusher
 	if opts.CursorFile != "" {
-		push = &pusher{t: t, file: opts.CursorFile, since: opts.Now()}
+		push = &pusher{t: t, file: opts.CursorFile, since: opts.Now(), subscribed: make(chan struct{})}
 		so.SubscribeHandler, so.UnsubscribeHandler = push.subscribe, push.unsubscribe
 		so.Capabilities.Resources = &mcp.ResourceCapabilities{Subscribe: true, ListChanged: true}
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "blueline", Title: "Blueline", Version: opts.Version}, so)
 	if push != nil {
 		push.srv = s
+		s.AddReceivingMiddleware(push.recorded)
+		s.AddSendingMiddleware(push.acknowledged)
 	}
 	s.AddReceivingMiddleware(checkBounds)
 	t.add(s)

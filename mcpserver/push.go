@@ -97,6 +97,9 @@ type pusher struct {
 
 	mu      sync.Mutex
 	running bool // a follow runs
+
+	once       sync.Once
+	subscribed chan struct{} // closed when the SDK has recorded a subscription
 }
 
 // subscribe accepts a subscription to a needing-reply resource and starts
@@ -112,6 +115,32 @@ func (p *pusher) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 		go p.follow(req.Session)
 	}
 	return nil
+}
+
+// The SDK records a subscription only after subscribe returns: an event
+// already waiting (one that came while no server ran) notified before
+// then would reach no one, be answered by the ping all the same, and the
+// cursor would move past it: lost. follow therefore waits for subscribed,
+// closed once the subscription is recorded: when the answer to
+// resources/subscribe goes back, or, for a client that listens
+// (subscriptions/listen), when its acknowledgement is sent.
+func (p *pusher) recorded(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if method == "resources/subscribe" && err == nil {
+			p.once.Do(func() { close(p.subscribed) })
+		}
+		return res, err
+	}
+}
+
+func (p *pusher) acknowledged(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "notifications/subscriptions/acknowledged" {
+			p.once.Do(func() { close(p.subscribed) })
+		}
+		return next(ctx, method, req)
+	}
 }
 
 func (p *pusher) unsubscribe(context.Context, *mcp.UnsubscribeRequest) error { return nil }
@@ -139,6 +168,11 @@ func (p *pusher) follow(session *mcp.ServerSession) {
 			case <-ctx.Done():
 			}
 		}()
+	}
+	select {
+	case <-p.subscribed:
+	case <-ctx.Done():
+		return
 	}
 	c, err := p.t.client(nil)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/blueline-app/blueline/adminsock"
 	"github.com/blueline-app/blueline/client"
 	"github.com/blueline-app/blueline/mcpserver"
+	"github.com/blueline-app/blueline/testkit"
 )
 
 // pushAgent is a stdio agent of a server that offers subscriptions with
@@ -81,10 +82,13 @@ func TestPush(t *testing.T) {
 		!strings.Contains(*nr.Chats[0].LastMessage.Text, "are you there?") || !strings.Contains(nr.Note, "untrusted") {
 		t.Fatalf("needing reply %s", read.Contents[0].Text)
 	}
+	// The cursor moves once the host has answered the ping that follows
+	// the notification, which may come after the notification is handled.
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		data, err := os.ReadFile(file)
+		return err == nil && strings.TrimSpace(string(data)) != ""
+	})
 	cs.Close()
-	if data, err := os.ReadFile(file); err != nil || strings.TrimSpace(string(data)) == "" {
-		t.Fatalf("cursor file %q, %v", data, err)
-	}
 
 	// Written while no server runs: told when one starts again.
 	td.Inbound(mainLine, bob, "hello?")
