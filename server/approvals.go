@@ -13,22 +13,10 @@ import (
 	"github.com/blueline-app/blueline/storage"
 )
 
-// needsApproval reports whether a write of this kind can wait for the
-// owner's approval: what puts words in a contact's Messages (a message,
-// an audio message or voice note, an edit, a new group's first message).
-// Reactions, typing, receipts, unsends and group changes never wait.
-func needsApproval(item storage.OutboxItem) bool {
-	switch item.Kind {
-	case storage.KindMessage, storage.KindEdit, storage.KindGroupCreate:
-		return true
-	}
-	return false
-}
-
 // approvalCheck is when an agent key's write waits for the owner's
 // approval (rule 11): nil for other keys and writes.
 func (s *Server) approvalCheck(ctx context.Context, key storage.Key, line storage.Line, item storage.OutboxItem, now time.Time) (*storage.ApprovalCheck, error) {
-	if !key.Agent || !needsApproval(item) || !key.ApprovalRequired && !line.ApprovalRequired && !line.TakeoverHold {
+	if !key.Agent || !item.Draftable() || !key.ApprovalRequired && !line.ApprovalRequired && !line.TakeoverHold {
 		return nil, nil
 	}
 	contacts := item.Participants

@@ -107,6 +107,24 @@ import (
 //     meanwhile is either seen or added after the write. The owner's chat
 //     with themselves is no contact's and passes (its chat and the line's
 //     self_handles are fixed).
+// 13. Again when an agent key's item falls due (storage.ClaimDue,
+//     holdBack): what can change after it was accepted (a scheduled
+//     send_at, a retry's wait, a draft approved later) is decided again
+//     in the transaction that claims it, against the worker's clock:
+//     rule 9's opt-outs and blocks, and rule 10's takeover and lease. A
+//     refused item becomes failed with the API's code (contact_opted_out,
+//     contact_blocked, human_active, chat_leased) instead of claimed, or,
+//     refused human_active on a line with takeover = "hold", a draft
+//     waiting for approval as rule 11 makes at acceptance. It is safe
+//     there because the claim is the one transaction that moves a pending
+//     item to the network: a STOP, takeover or lease committed before it
+//     is seen, one after it finds the item claimed, as a write accepted
+//     before it would be; and a crash before the commit leaves the item
+//     pending and due. An item the owner approved passes the takeover
+//     and the lease (the owner answered it), and one already handed to a
+//     network that sends at most once passes all of them (it may have
+//     gone out). Gating (rule 12) and approval are not decided again: a
+//     key's settings and a chat's contact do not change.
 
 // conversation resolves the line and recipient of a write and applies
 // rules 3 to 6.

@@ -333,3 +333,64 @@ func (db *DB) LeaseOf(ctx context.Context, chatID string, now int64) (Lease, err
 	}
 	return l, err
 }
+
+// holdBack applies again, as delivery claims an agent key's due item at
+// now (Unix ms), the agent rules that can change after it was accepted:
+// its contact opted out or was blocked, the owner took its chat over,
+// another key leased it. A refused item is failed with the API's code for
+// the refusal (contact_opted_out, contact_blocked, human_active,
+// chat_leased), or, refused human_active on a line with takeover = "hold",
+// becomes a draft waiting for approval as it would have at acceptance;
+// either is stored, in the claim's transaction, and held is true. An item
+// the owner approved passes the takeover and the lease (the owner
+// answered it); one handed to a network that sends at most once passes
+// all of them, as it may have gone out already.
+func (db *DB) holdBack(tx *bolt.Tx, item *OutboxItem, now int64) (held bool, err error) {
+	if item.AgentKeyID == "" || item.HandedAt != 0 {
+		return false, nil
+	}
+	refusal := refuseContacts(tx, *item)
+	if refusal == nil && item.Approval != api.ApprovalApproved {
+		refusal = db.checkAgent(tx, &AgentCheck{KeyID: item.AgentKeyID, ChatID: item.ChatID, Now: now}, *item)
+	}
+	code := HandoffHumanActive
+	contact, isContact := errors.AsType[*ContactError](refusal)
+	_, isLeased := errors.AsType[*ErrChatLeased](refusal)
+	_, isHuman := errors.AsType[*ErrHumanActive](refusal)
+	switch {
+	case refusal == nil:
+		return false, nil
+	case isContact && errors.Is(contact.Err, ErrContactBlocked):
+		code = "contact_blocked"
+	case isContact:
+		code = "contact_opted_out"
+	case isLeased:
+		code = "chat_leased"
+	case !isHuman:
+		return false, refusal
+	default:
+		if line, _ := db.LineByID(item.LineID); line.TakeoverHold && item.Draftable() {
+			item.Approval, item.ApprovalExpiresAt = api.ApprovalWaiting, now+line.ApprovalTTL
+			if err := putJSON(tx.Bucket(bktOutbox), []byte(item.ID), *item); err != nil {
+				return false, err
+			}
+			return true, awaitApproval(db, tx, *item)
+		}
+	}
+	if err := abandonPending(tx, item, code, now); err != nil {
+		return false, err
+	}
+	return true, putJSON(tx.Bucket(bktOutbox), []byte(item.ID), *item)
+}
+
+// Draftable reports whether the item can wait for the owner's approval:
+// what puts words in a contact's Messages (a message, an audio message or
+// voice note, an edit, a new group's first message). Reactions, typing,
+// receipts, unsends and group changes never wait.
+func (item OutboxItem) Draftable() bool {
+	switch item.Kind {
+	case KindMessage, KindEdit, KindGroupCreate:
+		return true
+	}
+	return false
+}

@@ -63,6 +63,10 @@ type OutboxItem struct {
 	// with themselves to ask for a draft's approval, that draft's ID
 	// (selfapproval.go).
 	PromptFor string `json:"prompt_for,omitempty"`
+	// AgentKeyID is the agent key that wrote the item ("" for other
+	// keys'): delivery checks the agent rules again when it falls due
+	// (holdBack).
+	AgentKeyID string `json:"agent_key_id,omitempty"`
 
 	// What to send, resolved when the request was accepted.
 	ChatID         string   `json:"chat_id"`
@@ -157,6 +161,9 @@ func (db *DB) Enqueue(ctx context.Context, req EnqueueRequest) (item OutboxItem,
 	// encode outside it, keep only lookups and puts inside.
 	newItem := req.Item
 	newItem.Status, newItem.CreatedAt, newItem.NextAttemptAt = StatusPending, now, max(now, newItem.SendAt)
+	if req.Agent != nil {
+		newItem.AgentKeyID = req.Agent.KeyID
+	}
 	itemJSON, err := json.Marshal(newItem)
 	if err != nil {
 		return OutboxItem{}, false, err
@@ -316,7 +323,8 @@ func (db *DB) OutboxItemByID(ctx context.Context, id string) (OutboxItem, error)
 }
 
 // ClaimDue claims up to max pending items due at or before now, oldest
-// first, counting an attempt on each. nextDue is when the earliest item
+// first, counting an attempt on each. An agent key's item that the agent
+// rules now refuse is failed or made a draft instead (holdBack). nextDue is when the earliest item
 // still pending falls due (0 when none is). It shares a group commit with
 // concurrent writes, so claiming under load costs no fsync of its own.
 func (db *DB) ClaimDue(ctx context.Context, now int64, max int) (items []OutboxItem, nextDue int64, err error) {
@@ -358,6 +366,12 @@ func (db *DB) ClaimDuePaced(ctx context.Context, now int64, max int, pace Pace) 
 			}
 			if item.Status != StatusPending || item.Approval == api.ApprovalWaiting {
 				continue // cancelled while due; a draft is never due, this only makes sure
+			}
+			if held, err := db.holdBack(tx, &item, now); err != nil || held {
+				if err != nil {
+					return fmt.Errorf("due item %s: %w", id, err)
+				}
+				continue
 			}
 			if pace != nil {
 				if until := pace.Hold(item); until > now {
