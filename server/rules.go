@@ -122,8 +122,8 @@ import (
 //     before it would be; and a crash before the commit leaves the item
 //     pending and due. An item the owner approved passes the takeover
 //     and the lease (the owner answered it), and one already handed to a
-//     network that sends at most once passes all of them (it may have
-//     gone out). Gating (rule 12) and approval are not decided again: a
+//     network that sends at most once, or claimed when the daemon
+//     stopped (MayHaveSent), passes all of them (it may have gone out). Gating (rule 12) and approval are not decided again: a
 //     key's settings and a chat's contact do not change.
 
 // conversation resolves the line and recipient of a write and applies

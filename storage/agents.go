@@ -343,10 +343,11 @@ func (db *DB) LeaseOf(ctx context.Context, chatID string, now int64) (Lease, err
 // becomes a draft waiting for approval as it would have at acceptance;
 // either is stored, in the claim's transaction, and held is true. An item
 // the owner approved passes the takeover and the lease (the owner
-// answered it); one handed to a network that sends at most once passes
-// all of them, as it may have gone out already.
+// answered it); one handed to a network that sends at most once, or
+// claimed when the daemon stopped, passes all of them, as it may have
+// gone out already.
 func (db *DB) holdBack(tx *bolt.Tx, item *OutboxItem, now int64) (held bool, err error) {
-	if item.AgentKeyID == "" || item.HandedAt != 0 {
+	if item.AgentKeyID == "" || item.HandedAt != 0 || item.MayHaveSent {
 		return false, nil
 	}
 	refusal := refuseContacts(tx, *item)

@@ -184,7 +184,33 @@ func TestHandedAgentItemNotHeldBack(t *testing.T) {
 	if n, err := db.RecoverClaimed(ctx); err != nil || n != 1 {
 		t.Fatalf("recover: %d, %v", n, err)
 	}
-	if got := claimAt(t, db, 1<<62); !slices.Equal(got, []string{item.ID}) {
+	// A minute on: within the owner's takeover window, after the recovery.
+	if got := claimAt(t, db, time.Now().UnixMilli()+60_000); !slices.Equal(got, []string{item.ID}) {
 		t.Fatalf("claimed %q after the recovery; want the handed item %s", got, item.ID)
+	}
+}
+
+// An agent's item claimed when the daemon stopped, on a network that sends
+// at least once (no hand-off recorded), may have gone out too: made due
+// again, it is claimed, not failed human_active, so its status never says
+// "not sent" of a message the contact may have; an attempt that certainly
+// failed is checked again at its retry.
+func TestRecoveredAgentItemNotHeldBack(t *testing.T) {
+	db, line, c := openAgentDB(t, t.TempDir())
+	now := time.Now().UnixMilli()
+	item := scheduleAgent(t, db, line, c, "key_a", now)
+	if got := claimAt(t, db, now); !slices.Equal(got, []string{item.ID}) {
+		t.Fatalf("claimed %q; want %s", got, item.ID)
+	}
+	ownerSends(t, db, line, c, now+10)
+	if n, err := db.RecoverClaimed(ctx); err != nil || n != 1 {
+		t.Fatalf("recover: %d, %v", n, err)
+	}
+	// A minute on: within the owner's takeover window, after the recovery.
+	if got := claimAt(t, db, time.Now().UnixMilli()+60_000); !slices.Equal(got, []string{item.ID}) {
+		t.Fatalf("claimed %q after the recovery; want %s", got, item.ID)
+	}
+	if got := outcome(t, db, item.ID); got.Status != storage.StatusClaimed {
+		t.Fatalf("recovered item %s: %s %v", item.ID, got.Status, got.Error)
 	}
 }

@@ -98,6 +98,12 @@ type OutboxItem struct {
 	// a crash the item is looked for there rather than sent again. 0 when
 	// it was not, or when the network certainly did not take it.
 	HandedAt int64 `json:"handed_at,omitempty"`
+	// MayHaveSent marks an item made due again after a crash while it
+	// was claimed, on any network: its earlier attempt may have gone out,
+	// so the rules are not applied to it again (holdBack) — failing it
+	// then could say "not sent" of a message the contact has. Cleared
+	// when an attempt certainly did not reach the network.
+	MayHaveSent bool `json:"may_have_sent,omitempty"`
 	// The chat GUID and service the message finally went out on, and
 	// whether it went out as SMS after iMessage could not reach the
 	// recipient.
@@ -528,7 +534,7 @@ func (db *DB) requeue(id, reason string, at int64, uncounted bool) error {
 			item.Attempts--
 		}
 		// A retried item certainly did not reach the network.
-		item.Status, item.Error, item.NextAttemptAt, item.HandedAt = StatusPending, reason, at, 0
+		item.Status, item.Error, item.NextAttemptAt, item.HandedAt, item.MayHaveSent = StatusPending, reason, at, 0, false
 		if err := putJSON(tx.Bucket(bktOutbox), []byte(id), item); err != nil {
 			return err
 		}
@@ -676,7 +682,7 @@ func (db *DB) RecoverClaimed(ctx context.Context) (int, error) {
 			if err := getJSON(outbox, id, &item); err != nil {
 				return fmt.Errorf("claimed item %s: %w", id, err)
 			}
-			item.Status, item.NextAttemptAt = StatusPending, now
+			item.Status, item.NextAttemptAt, item.MayHaveSent = StatusPending, now, true
 			if err := putJSON(outbox, id, item); err != nil {
 				return err
 			}
