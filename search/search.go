@@ -41,6 +41,7 @@ type Source interface {
 	TrimMessageChanges(ctx context.Context, upTo uint64) error
 	AllMessages(ctx context.Context, after []byte, max int) ([]storage.Message, []byte, error)
 	EventsChanged() <-chan struct{}
+	Importing() (bool, <-chan struct{})
 }
 
 // batch is how many messages one SQLite transaction applies.
@@ -60,8 +61,13 @@ CREATE TABLE IF NOT EXISTS msgs (
 	sent_at INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS msgs_chat ON msgs (chat_id, sent_at);
-CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize = 'unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 2');
 `
+
+// The index keeps no copy of the text (content = ''): results are message
+// IDs read from the store, and the store already holds every message, so a
+// second copy would only double what a heavy user's history takes on disk.
+// contentless_delete lets an edit or unsend replace a row.
 
 // Index is the full-text index. Search is safe for concurrent use; one
 // Run applies the feed.
@@ -143,6 +149,9 @@ func (ix *Index) run(ctx context.Context) error {
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	for {
+		if err := ix.awaitImports(ctx); err != nil {
+			return nil
+		}
 		changed := ix.src.EventsChanged()
 		more, err := ix.follow(ctx)
 		if err != nil {
@@ -224,6 +233,9 @@ func (ix *Index) scan(ctx context.Context) error {
 	}
 	start, n := time.Now(), 0
 	for {
+		if err := ix.awaitImports(ctx); err != nil {
+			return err
+		}
 		msgs, next, err := ix.src.AllMessages(ctx, at, batch)
 		if err != nil {
 			return err
@@ -256,6 +268,24 @@ func (ix *Index) scan(ctx context.Context) error {
 			return err
 		}
 		at = next
+	}
+}
+
+// awaitImports waits while a history import is in progress: indexing
+// beside a first start's import slowed it by a tenth and grew the store (see
+// storage.DB.Importing); what the import stored is in the feed, indexed
+// once it ends. It returns ctx's error when ctx ends first.
+func (ix *Index) awaitImports(ctx context.Context) error {
+	for {
+		busy, ended := ix.src.Importing()
+		if !busy {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ended:
+		}
 	}
 }
 

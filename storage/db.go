@@ -103,8 +103,12 @@ type DB struct {
 	events        signal
 	revocations   signal // keys revoked, console sessions ended (keys.go)
 	approvals     signal // drafts started or stopped waiting for approval (approvals.go)
-	typing        typingState
-	control       controlFeed // the observer of control records' changes (control.go)
+	// imports counts the history imports in progress; importsEnded is
+	// told when one ends (Importing).
+	imports      atomic.Int32
+	importsEnded signal
+	typing       typingState
+	control      controlFeed // the observer of control records' changes (control.go)
 	// fleetDeliveries: webhooks are delivered by the fleet from its events
 	// stream, so events queue no local deliveries (fleet.go).
 	fleetDeliveries atomic.Bool

@@ -489,3 +489,42 @@ func TestImportHistoryPages(t *testing.T) {
 		t.Errorf("after the error: %d messages stored, want %d", got, want)
 	}
 }
+
+// Importing says an import is in progress while its pages are read, and
+// its channel is closed when it ends, error or not: the search index waits
+// on it.
+func TestImporting(t *testing.T) {
+	ctx := context.Background()
+	db, line := openMessagesLine(t)
+	if busy, _ := db.Importing(); busy {
+		t.Fatal("importing before any import")
+	}
+	reading, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.ImportHistoryPages(ctx, line.ID, func(yield func([]Inbound, error) bool) {
+			close(reading)
+			<-release
+			yield(nil, errors.New("chat.db went away"))
+		})
+		done <- err
+	}()
+	<-reading
+	busy, ended := db.Importing()
+	if !busy {
+		t.Fatal("not importing while the pages are read")
+	}
+	select {
+	case <-ended:
+		t.Fatal("the end told before the import ended")
+	default:
+	}
+	close(release)
+	<-ended
+	if err := <-done; err == nil {
+		t.Fatal("the import's error was lost")
+	}
+	if busy, _ := db.Importing(); busy {
+		t.Fatal("importing after the import ended")
+	}
+}

@@ -281,6 +281,17 @@ func (db *DB) ImportHistory(ctx context.Context, lineID string, msgs []Inbound) 
 	})
 }
 
+// Importing reports whether a history import is in progress, and a channel
+// closed when one ends. A reader beside a first start's import (the search
+// index) would take the cores it needs, and its read transactions would
+// keep the import from reusing the pages it frees: on 1,000,000 messages
+// (MessagesFirstStart) the import took 9.8–10.1 s instead of 8.2–9.0, at
+// 308 bytes a message instead of 244.
+func (db *DB) Importing() (bool, <-chan struct{}) {
+	ended := db.importsEnded.wait() // before the count: an end between is told
+	return db.imports.Load() > 0, ended
+}
+
 // importTxSize is how many messages an import stores in one transaction, at
 // least: each transaction rewrites a page of every chat it adds to, and
 // with 2,000 chats 10,000 messages brought each only five. Measured on
@@ -301,6 +312,11 @@ func (db *DB) ImportHistoryPages(ctx context.Context, lineID string, pages iter.
 	if !ok {
 		return nil, fmt.Errorf("import history: line %s: %w", lineID, ErrNotFound)
 	}
+	db.imports.Add(1)
+	defer func() {
+		db.imports.Add(-1)
+		db.importsEnded.broadcast()
+	}()
 	next, stop := iter.Pull2(pages)
 	defer stop()
 	for done := false; !done; {
