@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -166,17 +167,7 @@ func TestChannelPermission(t *testing.T) {
 	self := ownerSend("note to self")
 	h.askPermission(t, mcpserver.PermissionRequest{RequestID: "abcde", ToolName: "Bash", Description: "List files", InputPreview: "ls -la"})
 	c := client.New(adminsock.BaseURL, client.WithHTTPClient(td.Admin().HTTPClient()))
-	testkit.Eventually(t, 10*time.Second, func() bool {
-		for m, err := range c.Messages.List(t.Context(), client.MessageListParams{From: mainLine, To: self.ChatID}) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			if m.IsFromMe && m.Text != nil && strings.Contains(*m.Text, "Bash: List files") && strings.Contains(*m.Text, `"yes abcde"`) {
-				return true
-			}
-		}
-		return false
-	})
+	prompted(t, c, self.ChatID, "Bash: List files", `"yes abcde"`)
 	// A contact's words are a message for the session, never an answer.
 	contact := td.Inbound(mainLine, alice, "yes abcde")
 	var told mcpserver.ChannelMessage
@@ -193,20 +184,27 @@ func TestChannelPermission(t *testing.T) {
 	// abcde is answered: the owner's second word on it is not told.
 	ownerSend("yes abcde")
 	h.askPermission(t, mcpserver.PermissionRequest{RequestID: "fghij", ToolName: "Write", Description: "Write a file", InputPreview: "notes.txt"})
-	testkit.Eventually(t, 10*time.Second, func() bool {
-		for m, err := range c.Messages.List(t.Context(), client.MessageListParams{From: mainLine, To: self.ChatID}) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			if m.IsFromMe && m.Text != nil && strings.Contains(*m.Text, `"yes fghij"`) {
-				return true
-			}
-		}
-		return false
-	})
+	prompted(t, c, self.ChatID, "Write: Write a file", `"yes fghij"`)
 	ownerSend("y fghij")
 	h.next(t, "notifications/claude/channel/permission", &v)
 	if v != (mcpserver.PermissionVerdict{RequestID: "fghij", Behavior: "allow"}) {
 		t.Fatalf("verdict %+v, want the owner's yes to fghij only", v)
 	}
+}
+
+// prompted waits for the prompt holding each of parts in the owner's chat
+// with themselves, selfChat.
+func prompted(t *testing.T, c *client.Client, selfChat string, parts ...string) {
+	t.Helper()
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		for m, err := range c.Messages.List(t.Context(), client.MessageListParams{From: mainLine, To: selfChat}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.IsFromMe && m.Text != nil && !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(*m.Text, p) }) {
+				return true
+			}
+		}
+		return false
+	})
 }

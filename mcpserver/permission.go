@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -109,21 +108,14 @@ func (ch *Channel) followAnswers(session *mcp.ServerSession, since time.Time) {
 		return
 	}
 	params := client.EventStreamParams{Events: []string{api.EventMessageSelf}, Lines: []string{ch.PermissionLine}, Since: since}
-	for ev, err := range c.Events.Stream(ctx, params) {
-		if err != nil {
-			if _, ok := errors.AsType[*client.Error](err); ok {
-				return // the server cannot follow the stream: no answer comes
-			}
-			continue // the stream broke: it is followed again
-		}
+	eachEvent(ctx, c, params, func(ev client.StreamedEvent) error {
 		var m api.MessageEventData
 		if json.Unmarshal(ev.Data, &m) != nil || ev.Type != api.EventMessageSelf || m.Text == nil {
-			continue
+			return nil
 		}
 		if v, ok := ch.answer(*m.Text); ok {
-			if err := ch.notify(ctx, permissionMethod, v); err != nil {
-				return
-			}
+			return ch.notify(ctx, permissionMethod, v)
 		}
-	}
+		return nil
+	})
 }

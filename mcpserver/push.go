@@ -207,20 +207,32 @@ func tellMessages(ctx context.Context, c *client.Client, file string, params cli
 	if after, err := readCursorFile(file); err == nil && after > 0 {
 		params.After = after
 	}
-	for ev, err := range c.Events.Stream(ctx, params) {
-		if err != nil {
-			if _, ok := errors.AsType[*client.Error](err); ok {
-				return // the key cannot follow the stream: nothing to tell
-			}
-			continue // the stream broke: it is followed again
-		}
+	eachEvent(ctx, c, params, func(ev client.StreamedEvent) error {
 		var m api.MessageEventData
 		if json.Unmarshal(ev.Data, &m) == nil && !m.IsFromMe {
 			if err := tell(m); err != nil {
-				return
+				return err
 			}
 		}
 		writeCursorFile(file, ev.Seq) // a failure tells again after a restart: a read, not a loss
+		return nil
+	})
+}
+
+// eachEvent hands each event of the stream to f, following the stream
+// again when it breaks, until ctx ends, f fails or the key cannot follow
+// the stream.
+func eachEvent(ctx context.Context, c *client.Client, params client.EventStreamParams, f func(client.StreamedEvent) error) {
+	for ev, err := range c.Events.Stream(ctx, params) {
+		if err != nil {
+			if _, ok := errors.AsType[*client.Error](err); ok {
+				return // the key cannot follow the stream
+			}
+			continue // the stream broke: it is followed again
+		}
+		if f(ev) != nil {
+			return
+		}
 	}
 }
 
