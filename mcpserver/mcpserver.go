@@ -119,6 +119,8 @@ func New(opts Options) *mcp.Server {
 		if ch.PermissionLine != "" {
 			so.Capabilities.Experimental["claude/channel/permission"] = map[string]any{}
 		}
+		// Nothing is written before the host says it is ready: Claude
+		// Code initializes its sessions (initialize, then initialized).
 		so.InitializedHandler = func(_ context.Context, req *mcp.InitializedRequest) {
 			go t.followChannel(req.Session, since)
 			if ch.PermissionLine != "" {
