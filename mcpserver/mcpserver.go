@@ -78,6 +78,10 @@ type Options struct {
 	// stream from the position it keeps in this file. Empty offers none
 	// (the stateless HTTP endpoint cannot push).
 	CursorFile string
+	// Channel, when set, declares a Claude Code channel
+	// (experimental claude/channel) and pushes it each live message of a
+	// known contact on the key's lines; run the server on its Transport.
+	Channel *Channel
 }
 
 // Limits on the wait tool's timeout, in seconds: 0 does not wait.
@@ -107,6 +111,22 @@ func New(opts Options) *mcp.Server {
 		push = &pusher{t: t, file: opts.CursorFile, since: opts.Now(), subscribed: make(chan struct{})}
 		so.SubscribeHandler, so.UnsubscribeHandler = push.subscribe, push.unsubscribe
 		so.Capabilities.Resources = &mcp.ResourceCapabilities{Subscribe: true, ListChanged: true}
+	}
+	if ch := opts.Channel; ch != nil {
+		since := opts.Now()
+		ch.t = t
+		so.Capabilities.Experimental = map[string]any{"claude/channel": map[string]any{}}
+		if ch.PermissionLine != "" {
+			so.Capabilities.Experimental["claude/channel/permission"] = map[string]any{}
+		}
+		// Nothing is written before the host says it is ready: Claude
+		// Code initializes its sessions (initialize, then initialized).
+		so.InitializedHandler = func(_ context.Context, req *mcp.InitializedRequest) {
+			go t.followChannel(req.Session, since)
+			if ch.PermissionLine != "" {
+				go ch.followAnswers(req.Session, since)
+			}
+		}
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "blueline", Title: "Blueline", Version: opts.Version}, so)
 	if push != nil {

@@ -149,26 +149,13 @@ func (p *pusher) unsubscribe(context.Context, *mcp.UnsubscribeRequest) error { r
 // message on it, from the persisted cursor (or since, the first time),
 // until the session that subscribed ends (stdio has one) or Done.
 func (p *pusher) follow(session *mcp.ServerSession) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := p.t.sessionContext(session)
 	defer func() {
 		cancel()
 		p.mu.Lock()
 		p.running = false
 		p.mu.Unlock()
 	}()
-	go func() {
-		session.Wait()
-		cancel()
-	}()
-	if p.t.opts.Done != nil {
-		go func() {
-			select {
-			case <-p.t.opts.Done:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-	}
 	select {
 	case <-p.subscribed:
 	case <-ctx.Done():
@@ -179,31 +166,73 @@ func (p *pusher) follow(session *mcp.ServerSession) {
 		return
 	}
 	params := client.EventStreamParams{Events: []string{api.EventMessageReceived}, Since: p.since}
-	if after, err := readCursorFile(p.file); err == nil && after > 0 {
+	tellMessages(ctx, c, p.file, params, func(m api.MessageEventData) error {
+		for _, line := range []string{m.LineHandle, m.LineID} {
+			if line != "" {
+				p.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: needingReplyURI(line)})
+			}
+		}
+		// The host answers a ping after the notification sent before
+		// it: only then is the event told, and the cursor moved past
+		// it. A host gone in between is told at the next start.
+		return session.Ping(ctx, nil)
+	})
+}
+
+// sessionContext ends when session does (stdio has one) or Done.
+func (t *tools) sessionContext(session *mcp.ServerSession) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		session.Wait()
+		cancel()
+	}()
+	if t.opts.Done != nil {
+		go func() {
+			select {
+			case <-t.opts.Done:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, cancel
+}
+
+// tellMessages follows the stream from the cursor in file (params.Since
+// when there is none yet) and tells each contact's message with tell,
+// moving the cursor past each event once tell has returned nil: a message
+// not told is told at the next start. It returns when ctx ends, tell fails
+// or the key cannot follow the stream.
+func tellMessages(ctx context.Context, c *client.Client, file string, params client.EventStreamParams, tell func(api.MessageEventData) error) {
+	if after, err := readCursorFile(file); err == nil && after > 0 {
 		params.After = after
 	}
+	eachEvent(ctx, c, params, func(ev client.StreamedEvent) error {
+		var m api.MessageEventData
+		if json.Unmarshal(ev.Data, &m) == nil && !m.IsFromMe {
+			if err := tell(m); err != nil {
+				return err
+			}
+		}
+		writeCursorFile(file, ev.Seq) // a failure tells again after a restart: a read, not a loss
+		return nil
+	})
+}
+
+// eachEvent hands each event of the stream to f, following the stream
+// again when it breaks, until ctx ends, f fails or the key cannot follow
+// the stream.
+func eachEvent(ctx context.Context, c *client.Client, params client.EventStreamParams, f func(client.StreamedEvent) error) {
 	for ev, err := range c.Events.Stream(ctx, params) {
 		if err != nil {
 			if _, ok := errors.AsType[*client.Error](err); ok {
-				return // the key cannot follow the stream: nothing to push
+				return // the key cannot follow the stream
 			}
 			continue // the stream broke: it is followed again
 		}
-		var m api.MessageEventData
-		if json.Unmarshal(ev.Data, &m) == nil && !m.IsFromMe {
-			for _, line := range []string{m.LineHandle, m.LineID} {
-				if line != "" {
-					p.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: needingReplyURI(line)})
-				}
-			}
-			// The host answers a ping after the notification sent before
-			// it: only then is the event told, and the cursor moved past
-			// it. A host gone in between is told at the next start.
-			if err := session.Ping(ctx, nil); err != nil {
-				return
-			}
+		if f(ev) != nil {
+			return
 		}
-		writeCursorFile(p.file, ev.Seq) // a failure tells again after a restart: a read, not a loss
 	}
 }
 
