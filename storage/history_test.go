@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -526,5 +527,49 @@ func TestImporting(t *testing.T) {
 	}
 	if busy, _ := db.Importing(); busy {
 		t.Fatal("importing after the import ended")
+	}
+}
+
+// An import matching twins (an iCloud replay) stores a message that has
+// none, takes the twin's GUID for one that has, and makes the ID of a
+// chat it is the first to name.
+func TestImportMatchesTwins(t *testing.T) {
+	ctx := context.Background()
+	db, line := openMessagesLine(t)
+	dm := Chat{ID: NewID("cht_"), LineID: line.ID, GUID: "iMessage;-;+15551110001", Identifier: "+15551110001", Service: "imessage"}
+	stored := Inbound{Chat: dm, Message: Message{GUID: "00000000-0000-4000-8000-000000000001",
+		Sender: dm.Identifier, Text: ptr("see you at six"), Service: "imessage", SentAt: 10_000, SyncedAt: 10_000}}
+	if _, err := db.ImportHistory(ctx, line.ID, []Inbound{stored}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := Chat{LineID: line.ID, GUID: "iMessage;-;+15551110002", Identifier: "+15551110002", Service: "imessage"}
+	replay := []Inbound{
+		{Chat: dm, MatchTwins: true, Message: Message{GUID: "00000000-0000-4000-8000-000000000002",
+			Sender: dm.Identifier, Text: ptr("see you at six"), Service: "imessage", SentAt: 10_400, SyncedAt: 20_000}},
+		{Chat: dm, MatchTwins: true, Message: Message{GUID: "00000000-0000-4000-8000-000000000003",
+			Sender: dm.Identifier, Text: ptr("running late"), Service: "imessage", SentAt: 10_500, SyncedAt: 20_000}},
+		{Chat: fresh, MatchTwins: true, Message: Message{GUID: "00000000-0000-4000-8000-000000000004",
+			Sender: fresh.Identifier, Text: ptr("hi"), Service: "imessage", SentAt: 10_600, SyncedAt: 20_000}},
+	}
+	twins, err := db.ImportHistory(ctx, line.ID, replay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{replay[0].Message.GUID}; !slices.Equal(twins, want) {
+		t.Errorf("twins %v, want %v", twins, want)
+	}
+	if l := listAll(t, db, dm.ID, 10); len(l) != 2 || *l[0].Text != "running late" || *l[1].Text != "see you at six" { // newest first
+		t.Errorf("dm holds %d messages, want the stored one and the one without a twin", len(l))
+	}
+	c, err := db.ChatByGUID(ctx, line.ID, fresh.GUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(c.ID, "cht_") || len(listAll(t, db, c.ID, 10)) != 1 {
+		t.Errorf("the new chat is %q with %d messages, want a cht_ ID and 1", c.ID, len(listAll(t, db, c.ID, 10)))
+	}
+	twin, err := db.MessageByGUID(ctx, replay[0].Message.GUID)
+	if err != nil || twin.GUID != stored.Message.GUID {
+		t.Errorf("the twin's GUID finds %+v (%v), want the stored message", twin, err)
 	}
 }

@@ -252,7 +252,7 @@ func (db *DB) RecordInbound(ctx context.Context, in Inbound) (InboundResult, err
 	}
 	var res InboundResult
 	err := db.bolt.Batch(func(tx *bolt.Tx) (err error) {
-		res, err = db.recordInbound(tx, line, in, nil)
+		res, err = db.recordInbound(tx, line, in)
 		return err
 	})
 	if err != nil {
@@ -268,7 +268,9 @@ func (db *DB) RecordInbound(ctx context.Context, in Inbound) (InboundResult, err
 // says where it is stored: history.go); Message.ID is used only for one
 // that cannot be stored compactly, and made when empty. GUIDs seen before
 // are skipped, and so are twins of stored messages (Inbound.MatchTwins):
-// it returns their GUIDs.
+// it returns their GUIDs. A new chat's ID is made when Chat.ID is empty.
+// The messages are the import's: each is given its ID and chat where it
+// is, not copied.
 func (db *DB) ImportHistory(ctx context.Context, lineID string, msgs []Inbound) (twins []string, err error) {
 	return db.ImportHistoryPages(ctx, lineID, func(yield func([]Inbound, error) bool) {
 		for len(msgs) > 0 {
@@ -296,10 +298,13 @@ func (db *DB) Importing() (bool, <-chan struct{}) {
 // least: each transaction rewrites a page of every chat it adds to, and
 // with 2,000 chats 10,000 messages brought each only five. Measured on
 // 1,000,000 messages in 2,000 chats (MessagesFirstStart): the import's CPU
-// 21.6 s at 10,000 messages, 17.6 s at 20,000, 16.4 s at 40,000, with an
-// anonymous memory peak of 128 MiB (the pages streamed, see
-// ImportHistoryPages).
-const importTxSize = 40_000
+// 21.6 s at 10,000 messages, 17.6 s at 20,000, 16.4 s at 40,000. A
+// transaction's writes are in memory until it commits (bbolt's nodes and
+// page buffers, 30 MiB at 40,000), which the GC lets double: with the
+// import's garbage cut, 40,000 took 10.5–11.3 s of CPU and an anonymous
+// peak of 141–149 MiB, 30,000 10.7–11.6 s and 133–137 MiB (the goal is
+// under 150).
+const importTxSize = 30_000
 
 // ImportHistoryPages is ImportHistory for pages that come as they are read
 // (a first start's): a transaction takes whole pages until it holds
@@ -334,14 +339,14 @@ func (db *DB) ImportHistoryPages(ctx context.Context, lineID string, pages iter.
 				if err != nil {
 					return err
 				}
-				h.lookUp(page)
-				for _, in := range page {
-					res, err := db.recordInbound(tx, line, in, h)
+				keys := h.lookUp(page)
+				for i := range page {
+					twin, err := db.recordHistory(tx, line, &page[i], keys[i], h)
 					if err != nil {
 						return err
 					}
-					if res.Twin {
-						batchTwins = append(batchTwins, in.Message.GUID)
+					if twin {
+						batchTwins = append(batchTwins, page[i].Message.GUID)
 					}
 				}
 				n += len(page)
@@ -409,13 +414,16 @@ func (db *DB) newHistoryTx(tx *bolt.Tx) *historyTx {
 }
 
 // lookUp looks the GUIDs of a page up, in key order (neighbours in the
-// index), before its messages are recorded.
-func (h *historyTx) lookUp(page []Inbound) {
+// index), before its messages are recorded, and returns their index keys
+// in the page's order.
+func (h *historyTx) lookUp(page []Inbound) (keys [][]byte) {
 	type guid struct{ key, raw []byte }
 	guids := make([]guid, len(page))
+	keys = make([][]byte, len(page))
 	for i, in := range page {
 		raw := []byte(in.Message.GUID)
-		guids[i] = guid{guidKey(raw), raw}
+		keys[i] = guidKey(raw)
+		guids[i] = guid{keys[i], raw}
 	}
 	slices.SortFunc(guids, func(a, b guid) int { return bytes.Compare(a.key, b.key) })
 	b := h.tx.Bucket(bktMessageGUIDs)
@@ -431,6 +439,7 @@ func (h *historyTx) lookUp(page []Inbound) {
 			h.stored[string(g.raw)] = idFromValue(id)
 		}
 	}
+	return keys
 }
 
 // storedID is the ID of the message with guid, nil when there is none.
@@ -520,13 +529,13 @@ func (db *DB) rememberImportChats(chats []importedChat) {
 }
 
 // put stores a new message of chat hc, as putMessage does, and holds its
-// writes back.
-func (h *historyTx) put(hc *historyChat, m *Message) error {
+// writes back; guid is its GUID's index key (lookUp's).
+func (h *historyTx) put(hc *historyChat, m *Message, guid []byte) error {
 	seq, err := h.tx.Bucket(bktChatMessages).NextSequence()
 	if err != nil {
 		return err
 	}
-	held := &heldMessage{key: join([]byte(m.ChatID), i64(m.SentAt), u64(seq)), guid: guidKey([]byte(m.GUID))}
+	held := &heldMessage{key: join([]byte(m.ChatID), i64(m.SentAt), u64(seq)), guid: guid}
 	if hc.num == 0 && m.SentAt >= 0 && m.SentAt <= maxHistoryTime && seq <= maxHistorySeq {
 		switch hc.num, err = historyChatNum(h.tx, hc.c.ID); {
 		case errors.Is(err, errTooManyChats):
@@ -613,19 +622,10 @@ func (h *historyTx) flush() error {
 	return nil
 }
 
-// recordInbound stores a message: a live one (h nil) with its chat and its
-// webhook event at once, history (in h) without events.
-func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, h *historyTx) (res InboundResult, err error) {
-	events := h == nil
-	var id []byte
-	if h != nil {
-		if id, err = h.storedID(in.Message.GUID); err != nil {
-			return res, err
-		}
-	} else {
-		id = lookupGUID(tx, []byte(in.Message.GUID))
-	}
-	if id != nil {
+// recordInbound stores a live message with its chat and its webhook event
+// at once.
+func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound) (res InboundResult, err error) {
+	if id := lookupGUID(tx, []byte(in.Message.GUID)); id != nil {
 		res.Duplicate = true
 		if err := getMessage(tx, id, &res.Message); err != nil {
 			return res, err
@@ -633,22 +633,17 @@ func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, h *historyTx) (r
 		if res.Transcribed, err = fillAttachments(tx, &res.Message, in.Message.Attachments); err != nil {
 			return res, err
 		}
-		if h != nil {
-			return res, nil // the import keeps no result
-		}
 		return res, getJSON(tx.Bucket(bktChats), []byte(res.Message.ChatID), &res.Chat)
 	}
-	if h == nil {
-		if found, err := selfEcho(tx, line, in, &res.Message); err != nil || found {
-			res.Duplicate = found
-			if err == nil && found {
-				err = getJSON(tx.Bucket(bktChats), []byte(res.Message.ChatID), &res.Chat)
-			}
-			return res, err
+	if found, err := selfEcho(tx, line, in, &res.Message); err != nil || found {
+		res.Duplicate = found
+		if err == nil && found {
+			err = getJSON(tx.Bucket(bktChats), []byte(res.Message.ChatID), &res.Chat)
 		}
+		return res, err
 	}
 	if in.MatchTwins {
-		if found, err := db.twinOf(tx, h, in); err != nil || found != nil {
+		if found, err := db.twinOf(tx, nil, in); err != nil || found != nil {
 			if found != nil {
 				// The twin's GUID names the stored message from now on:
 				// what the network later says of it lands there.
@@ -660,14 +655,8 @@ func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, h *historyTx) (r
 			return res, err
 		}
 	}
-	var c Chat
-	var hc *historyChat
-	if h != nil {
-		if hc, err = h.chat(in.Chat, in.news()); err != nil {
-			return res, err
-		}
-		c = hc.c
-	} else if c, err = upsertChat(tx, in.Chat, in.news()); err != nil {
+	c, err := upsertChat(tx, in.Chat, in.news())
+	if err != nil {
 		return res, err
 	}
 	m := in.Message
@@ -675,99 +664,147 @@ func (db *DB) recordInbound(tx *bolt.Tx, line Line, in Inbound, h *historyTx) (r
 	if m.Attachments == nil {
 		m.Attachments = []Attachment{}
 	}
-	if h != nil {
-		if err := h.put(hc, &m); err != nil {
+	saved := c
+	recount := !m.IsFromMe && readByLine(&c, in.ReadByLineAt)
+	if !m.IsFromMe && !recount && m.SentAt > c.ReadAt {
+		c.UnreadCount++
+	}
+	if err := putMessage(tx, &saved, &c, &m); err != nil {
+		return res, err
+	}
+	if recount {
+		if err := countUnread(tx, &c); err != nil {
 			return res, err
 		}
-		if !m.IsFromMe {
-			if readByLine(&hc.c, in.ReadByLineAt) {
-				hc.recount = true
-			} else if m.SentAt > hc.c.ReadAt && !hc.recount {
-				hc.c.UnreadCount++
-			}
-		}
-		c = hc.c
-	} else {
-		saved := c
-		recount := !m.IsFromMe && readByLine(&c, in.ReadByLineAt)
-		if !m.IsFromMe && !recount && m.SentAt > c.ReadAt {
-			c.UnreadCount++
-		}
-		if err := putMessage(tx, &saved, &c, &m); err != nil {
+	}
+	if !c.same(&saved) {
+		if err := putChat(tx, &saved, &c); err != nil {
 			return res, err
 		}
-		if recount {
-			if err := countUnread(tx, &c); err != nil {
-				return res, err
-			}
-		}
-		if !c.same(&saved) {
-			if err := putChat(tx, &saved, &c); err != nil {
-				return res, err
-			}
-		}
-		if err := guardInbound(tx, m, nowMillis()); err != nil {
-			return res, err
-		}
+	}
+	if err := guardInbound(tx, m, nowMillis()); err != nil {
+		return res, err
 	}
 	// Activated first, so that the code's own message reaches the webhooks
 	// of the sandbox's owner.
-	if line.IsSandbox && !m.IsFromMe && m.Text != nil {
-		if res.SandboxActivated, err = db.activateSandbox(tx, *m.Text, m.Sender); err != nil {
+	if res.SandboxActivated, err = db.sandboxCode(tx, line, &m); err != nil {
+		return res, err
+	}
+	self := line.IsSelfChat(c)
+	event := api.EventMessageReceived
+	switch {
+	case self:
+		event = api.EventMessageSelf
+	case m.IsFromMe:
+		event = api.EventMessageSent // sent from the owner's other devices
+	}
+	// A reply to an approval prompt answers it: it is for Blueline, not for
+	// the agents.
+	answered := false
+	if self {
+		if answered, err = db.replyAnswer(tx, m); err != nil {
 			return res, err
 		}
 	}
-	self := line.IsSelfChat(c)
-	if events {
-		event := api.EventMessageReceived
-		switch {
-		case self:
-			event = api.EventMessageSelf
-		case m.IsFromMe:
-			event = api.EventMessageSent // sent from the owner's other devices
-		}
-		// A reply to an approval prompt answers it: it is for Blueline,
-		// not for the agents.
-		answered := false
-		if self {
-			if answered, err = db.replyAnswer(tx, m); err != nil {
-				return res, err
-			}
-		}
-		subject := EventSubject{Message: &m}
-		if in.CatchUp {
-			subject.Arrival = api.ArrivalCatchUp
-		}
-		if !answered {
-			if err := db.queueEvent(tx, event, c.LineID, c.ID, subject); err != nil {
-				return res, err
-			}
-		}
-		if m.IsFromMe && !self {
-			if err := db.takeOver(tx, line, c, m); err != nil {
-				return res, err
-			}
+	subject := EventSubject{Message: &m}
+	if in.CatchUp {
+		subject.Arrival = api.ArrivalCatchUp
+	}
+	if !answered {
+		if err := db.queueEvent(tx, event, c.LineID, c.ID, subject); err != nil {
+			return res, err
 		}
 	}
-	if events && in.Keyword != "" && !m.IsFromMe && !c.IsGroup && !self {
+	if m.IsFromMe && !self {
+		if err := db.takeOver(tx, line, c, m); err != nil {
+			return res, err
+		}
+	}
+	if in.Keyword != "" && !m.IsFromMe && !c.IsGroup && !self {
 		if err := db.applyKeyword(tx, line, c, in.Keyword, m); err != nil {
 			return res, err
 		}
 	}
 	if m.IsFromMe && m.ReadAt != 0 && !c.IsGroup {
 		// Read before it was reported: the contact's receipt, with its
-		// event unless this is history.
-		if events {
-			_, err = db.contactRead(tx, c, c.Identifier, m.ReadAt)
-		} else {
-			_, _, err = putReceipt(tx, c.ID, c.Identifier, m.ReadAt, m.SyncedAt)
-		}
-		if err != nil {
+		// event.
+		if _, err := db.contactRead(tx, c, c.Identifier, m.ReadAt); err != nil {
 			return res, err
 		}
 	}
 	res.Message, res.Chat = m, c
 	return res, nil
+}
+
+// recordHistory stores a message of an import (in h), without events, and
+// reports whether it was the twin of a stored message. It is what
+// recordInbound does, less the events, and with nothing copied that the
+// import does not keep: a copy of the message, of its chat and of
+// recordInbound's result went to the heap, 900 bytes of garbage a message
+// on a first start's million. The message is stored from in.Message; guid
+// is its GUID's index key.
+func (db *DB) recordHistory(tx *bolt.Tx, line Line, in *Inbound, guid []byte, h *historyTx) (twin bool, err error) {
+	id, err := h.storedID(in.Message.GUID)
+	if err != nil {
+		return false, err
+	}
+	if id != nil {
+		var stored Message
+		if err := getMessage(tx, id, &stored); err != nil {
+			return false, err
+		}
+		_, err := fillAttachments(tx, &stored, in.Message.Attachments)
+		return false, err
+	}
+	if in.MatchTwins {
+		found, err := db.twinOf(tx, h, *in)
+		if err != nil {
+			return false, err
+		}
+		if found != nil {
+			// As recordInbound's: the twin's GUID names the stored message.
+			return true, putGUID(tx, in.Message.GUID, string(found))
+		}
+	}
+	hc, err := h.chat(in.Chat, in.news())
+	if err != nil {
+		return false, err
+	}
+	m := &in.Message
+	m.ChatID, m.LineID = hc.c.ID, hc.c.LineID
+	if m.Attachments == nil {
+		m.Attachments = []Attachment{}
+	}
+	if err := h.put(hc, m, guid); err != nil {
+		return false, err
+	}
+	c := &hc.c
+	if !m.IsFromMe {
+		if readByLine(c, in.ReadByLineAt) {
+			hc.recount = true
+		} else if m.SentAt > c.ReadAt && !hc.recount {
+			c.UnreadCount++
+		}
+	}
+	if _, err := db.sandboxCode(tx, line, m); err != nil {
+		return false, err
+	}
+	if m.IsFromMe && m.ReadAt != 0 && !c.IsGroup {
+		// Read before it was reported: the contact's receipt.
+		if _, _, err := putReceipt(tx, c.ID, c.Identifier, m.ReadAt, m.SyncedAt); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// sandboxCode activates the sandbox when m, on the sandbox line, is a
+// contact's message holding its code.
+func (db *DB) sandboxCode(tx *bolt.Tx, line Line, m *Message) (bool, error) {
+	if !line.IsSandbox || m.IsFromMe || m.Text == nil {
+		return false, nil
+	}
+	return db.activateSandbox(tx, *m.Text, m.Sender)
 }
 
 // fillAttachments completes the attachments of a stored message m from a
@@ -808,7 +845,8 @@ func fillFiles(m *Message, report []Attachment) (changed, transcribed bool) {
 	return changed, transcribed
 }
 
-// upsertChat finds the chat by its network GUID or creates it from want.
+// upsertChat finds the chat by its network GUID or creates it from want,
+// with a new ID when want has none.
 func upsertChat(tx *bolt.Tx, want Chat, news chatNews) (Chat, error) {
 	var c Chat
 	id := tx.Bucket(bktChatGUIDs).Get(chatGUIDKey(want.LineID, want.GUID))
@@ -818,6 +856,9 @@ func upsertChat(tx *bolt.Tx, want Chat, news chatNews) (Chat, error) {
 			members = append(members, news.sender)
 		}
 		c = want
+		if c.ID == "" {
+			c.ID = NewID("cht_")
+		}
 		c.CreatedAt = nowMillis()
 		c.HasReceivedInbound = news.opens
 		c.Participants = []string{}

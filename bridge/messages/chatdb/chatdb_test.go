@@ -831,6 +831,70 @@ func BenchmarkRows100k(b *testing.B) {
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
 
+// The Backlog reads its message rows through a connection of its own, not
+// database/sql: every kind of row, and the values SQLite keeps as it was
+// given them (a date written as a real number of seconds, text written as
+// a blob), come out
+// as Rows gives them.
+func TestBacklogRowsAsRows(t *testing.T) {
+	f := chatdbtest.New(t, t.TempDir())
+	group := f.GroupChat("iMessage", "Weekend", carol, bob)
+	direct := f.DirectChat("iMessage", alice)
+	sms := f.DirectChat("SMS", carol)
+	_, first := f.Insert(chatdbtest.Msg{Chat: direct, From: alice, Text: "hello", Date: date, Read: date.Add(time.Minute), CallerID: "+15550000009"})
+	f.Insert(chatdbtest.Msg{Chat: direct, From: alice, Text: "only in the body", Ventura: true})
+	f.Insert(chatdbtest.Msg{Chat: direct, From: alice, ReactionTo: first, ReactionType: 2006, Emoji: "🐸"})
+	f.Insert(chatdbtest.Msg{Chat: direct, Text: "a reply", ReplyTo: first, IsSent: true})
+	f.Insert(chatdbtest.Msg{Chat: direct, From: alice, IsAudioMessage: true, Text: "a voice memo's words"})
+	f.Insert(chatdbtest.Msg{Chat: group, From: bob, Text: "a photo", Attachments: []chatdbtest.FileSpec{{Path: "~/Library/Messages/Attachments/a/b/IMG_1.heic", MimeType: "image/heic", TransferName: "IMG_1.heic", TotalBytes: 1234}}})
+	f.Insert(chatdbtest.Msg{Chat: group, From: bob, ItemType: 1, GroupAction: 1, Other: carol})
+	f.Insert(chatdbtest.Msg{Chat: sms, Text: "later", Scheduled: true, Date: time.Now().Add(time.Hour)})
+	f.Insert(chatdbtest.Msg{Chat: sms, From: carol, Text: "win a prize", Spam: true})
+	f.Insert(chatdbtest.Msg{Chat: sms, Text: "failed", Error: 22})
+	_, edited := f.Insert(chatdbtest.Msg{Chat: direct, Text: "teh first", IsSent: true})
+	f.Edit(edited, "the first", date.Add(2*time.Minute))
+	_, parts := f.Insert(chatdbtest.Msg{Chat: direct, Text: "two parts", IsSent: true, Attachments: []chatdbtest.FileSpec{{Path: "~/Library/Messages/Attachments/c/d/a.pdf", MimeType: "application/pdf", TransferName: "a.pdf", TotalBytes: 10}}})
+	f.UnsendParts(parts, []int{0}, date.Add(3*time.Minute))
+	rowID, _ := f.Insert(chatdbtest.Msg{Chat: direct, From: alice, Text: "a real date and a blob"})
+	f.Exec("UPDATE message SET date = date / 1e9 + 0.25, text = CAST(text AS BLOB) WHERE ROWID = ?", rowID)
+	f.Insert(chatdbtest.Msg{From: alice, Text: "filed under no chat"})
+
+	db := open(t, f)
+	ctx := context.Background()
+	want, err := db.Rows(ctx, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backlog := db.Backlog()
+	defer backlog.Close()
+	var got []chatdb.Row
+	for after := int64(0); ; {
+		page, err := backlog.Rows(ctx, after, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		got = append(got, page...)
+		after = page[len(page)-1].RowID
+	}
+	if len(want) != 14 || len(got) != len(want) {
+		t.Fatalf("backlog read %d rows, Rows %d; want 14", len(got), len(want))
+	}
+	for i := range got {
+		if !reflect.DeepEqual(got[i], want[i]) {
+			t.Errorf("row %d:\nbacklog %+v\n   Rows %+v", i, got[i], want[i])
+		}
+	}
+	if r := got[12]; r.Text == nil || *r.Text != "a real date and a blob" || r.Date.IsZero() {
+		t.Errorf("the row written as a real and a blob reads %v at %v", r.Text, r.Date)
+	}
+	if !got[4].IsAudioMessage || got[4].Transcription == nil || *got[4].Transcription != "a voice memo's words" {
+		t.Errorf("voice memo: %+v", got[4])
+	}
+}
+
 // A Backlog reads what Rows reads, page after page, and reads each chat
 // once: a group renamed between two pages keeps, in the backlog, the name
 // it had when first read.
@@ -845,10 +909,12 @@ func TestBacklogReadsChatsOnce(t *testing.T) {
 	db := open(t, f)
 	ctx := context.Background()
 	backlog := db.Backlog()
+	defer backlog.Close()
 	first, err := backlog.Rows(ctx, 0, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
+	first = slices.Clone(first) // the next page reuses the slice
 	f.Rename(group, bob, "Renamed")
 	var got []chatdb.Row
 	for after := int64(0); ; {

@@ -283,14 +283,21 @@ func (db *DB) Rows(ctx context.Context, after int64, limit int) ([]Row, error) {
 }
 
 // Backlog reads a long run of rows, page after page, as a first start's
-// import of the history does: each chat is read once, when a page first
+// import of the history does. Each chat is read once, when a page first
 // names it, where Rows reads the chats of every page again (2,000 chats
 // and their members each page, for a Mac used with that many people). A
 // chat renamed during the import keeps, in what it reads, the name it had
-// when first read. It is not safe for concurrent use.
+// when first read. The message rows come through a connection of its own
+// (see rawConn), their chats and attachments through the pool: each page's
+// attachments are read a moment after its messages, which at worst sees an
+// attachment a little further on in its transfer. It is not safe for
+// concurrent use; Close lets its connection go.
 type Backlog struct {
 	db    *DB
 	chats map[int64]Chat
+	conn  *rawConn // opened by the first page
+	stmt  *rawStmt
+	rows  []Row // the last page's, reused
 }
 
 // Backlog starts reading a backlog.
@@ -298,9 +305,75 @@ func (db *DB) Backlog() *Backlog {
 	return &Backlog{db: db, chats: map[int64]Chat{}}
 }
 
-// Rows is DB.Rows, with the chats already read taken from memory.
+// Rows is DB.Rows, with the chats already read taken from memory. The
+// slice is the backlog's, reused by the next call (each page was 1.2 MB of
+// garbage on a first start): its rows, copied out, are the caller's.
 func (b *Backlog) Rows(ctx context.Context, after int64, limit int) ([]Row, error) {
-	return b.db.rows(ctx, after, limit, b.chats)
+	if limit <= 0 {
+		return nil, nil
+	}
+	rows, weak, err := b.messages(ctx, after, limit)
+	if err != nil || len(rows) == 0 {
+		return nil, err
+	}
+	err = b.db.readTx(ctx, func(tx *sql.Tx) error {
+		// The rows form one ROWID window: their attachments are one range.
+		return b.db.complete(ctx, tx, rows, weak, &rowWindow{after, rows[len(rows)-1].RowID}, b.chats)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// messages reads up to limit message rows after the ROWID after, as
+// queryRows does.
+func (b *Backlog) messages(ctx context.Context, after int64, limit int) (_ []Row, weak map[int64]bool, err error) {
+	if b.conn == nil {
+		c, err := openRaw(b.db.path)
+		if err != nil {
+			return nil, nil, err
+		}
+		stmt, err := c.prepare(b.db.selectMessages + " WHERE m.ROWID > ? ORDER BY m.ROWID LIMIT ?")
+		if err != nil {
+			c.close()
+			return nil, nil, fmt.Errorf("chatdb: query messages: %w", err)
+		}
+		b.conn, b.stmt = c, stmt
+	}
+	if err := b.stmt.bind(after, int64(limit)); err != nil {
+		return nil, nil, fmt.Errorf("chatdb: query messages: %w", err)
+	}
+	// Reset, the statement lets its read transaction go: Messages'
+	// checkpoints are not held back between pages.
+	defer b.stmt.reset()
+	var s msgScan
+	cols := s.columns()
+	clear(b.rows) // nothing of the last page kept alive
+	rows := b.rows[:0]
+	for n := 0; ; n++ {
+		more, err := b.stmt.step(ctx, n)
+		if err != nil {
+			return nil, nil, fmt.Errorf("chatdb: query messages: %w", err)
+		}
+		if !more {
+			b.rows = rows
+			return rows, weak, nil
+		}
+		for i, c := range cols {
+			b.stmt.column(i, c)
+		}
+		rows, weak = s.appendRow(rows, weak)
+	}
+}
+
+// Close closes the backlog's connection to chat.db.
+func (b *Backlog) Close() {
+	if b.conn != nil {
+		b.stmt.finalize()
+		b.conn.close()
+		b.conn, b.stmt = nil, nil
+	}
 }
 
 // rows reads as Rows does; known, when not nil, holds chats already read,
@@ -616,45 +689,96 @@ const (
 	msgFlagSpam
 )
 
-// msgScan receives a row of the message SELECT. Most columns are scanned
-// as they come (database/sql's cheapest path, see colInt and colString);
-// the two blobs as RawBytes, which are decoded before the next row and so
-// need no copy.
+// msgScan receives a row of the message SELECT, its columns in the order
+// buildQueries gives them.
 type msgScan struct {
-	rowID, flags                 int64
-	guid, text, handleAddr       any
-	service, date, errCode       any
-	assocGUID, assocType, itemTy any
-	dateRead, threadGUID         any
-	balloon, dateDelivered       any
-	dateEdited, retracted, emoji any
-	groupAction, groupTitle      any
-	otherHandle, scheduleType    any
-	account, callerID, partCount any
-	replyTo, chatID              any
-	body, summary                sql.RawBytes
+	rowID, guid, text, body, handleAddr, service, date column
+	flags, errCode, assocGUID, assocType, itemTy       column
+	dateRead, threadGUID, balloon, dateDelivered       column
+	dateEdited, retracted, emoji, groupAction          column
+	groupTitle, otherHandle, scheduleType, account     column
+	callerID, summary, partCount, replyTo, chatID      column
 }
 
-// colInt is an integer column scanned into an any: 0 for NULL.
-func colInt(v any) int64 {
-	switch v := v.(type) {
-	case int64:
-		return v
-	case float64: // SQLite keeps what it is given: a date written as a real
-		return int64(v)
+// columns are msgScan's fields in the SELECT's order.
+func (s *msgScan) columns() [29]*column {
+	return [...]*column{&s.rowID, &s.guid, &s.text, &s.body, &s.handleAddr, &s.service, &s.date,
+		&s.flags, &s.errCode, &s.assocGUID, &s.assocType, &s.itemTy,
+		&s.dateRead, &s.threadGUID, &s.balloon,
+		&s.dateDelivered, &s.dateEdited, &s.retracted, &s.emoji, &s.groupAction, &s.groupTitle, &s.otherHandle,
+		&s.scheduleType, &s.account, &s.callerID,
+		&s.summary, &s.partCount, &s.replyTo, &s.chatID}
+}
+
+type colKind uint8
+
+const (
+	colNull colKind = iota
+	colInteger
+	colText
+	colBlob
+)
+
+// column is one value of a row as SQLite keeps it: NULL, an integer (a real
+// is taken as one: SQLite keeps what it is given, and a date written as a
+// real is still a date), text or a blob. A blob is borrowed, as
+// sql.RawBytes is: valid until the next row.
+type column struct {
+	kind colKind
+	i    int64
+	s    string
+	b    []byte
+}
+
+// int is the integer, 0 for anything else.
+func (c *column) int() int64 {
+	if c.kind == colInteger {
+		return c.i
 	}
 	return 0
 }
 
-// colString is a text column scanned into an any: "" for NULL.
-func colString(v any) string {
-	switch v := v.(type) {
-	case string:
-		return v
-	case []byte: // a text column that holds a blob
-		return string(v)
+// str is the text ("" for NULL); a text column that holds a blob is
+// taken as its bytes.
+func (c *column) str() string {
+	switch c.kind {
+	case colText:
+		return c.s
+	case colBlob:
+		return string(c.b)
 	}
 	return ""
+}
+
+// bytes is the blob (a column that holds text gives its bytes).
+func (c *column) bytes() []byte {
+	switch c.kind {
+	case colBlob:
+		return c.b
+	case colText:
+		return []byte(c.s)
+	}
+	return nil
+}
+
+// Scan is sql.Scanner, for the rows read through database/sql. A []byte
+// is the driver's until the next row, which is all a blob column keeps.
+func (c *column) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*c = column{}
+	case int64:
+		*c = column{kind: colInteger, i: v}
+	case float64:
+		*c = column{kind: colInteger, i: int64(v)}
+	case string:
+		*c = column{kind: colText, s: v}
+	case []byte:
+		*c = column{kind: colBlob, b: v}
+	default:
+		return fmt.Errorf("chatdb: unexpected column value %T", src)
+	}
+	return nil
 }
 
 // queryRows runs the message SELECT with the given tail (WHERE/ORDER/LIMIT)
@@ -669,86 +793,93 @@ func (db *DB) queryRows(ctx context.Context, q queryer, rows []Row, tail string,
 	}
 	defer rs.Close()
 	var s msgScan
+	cols := s.columns()
+	dest := make([]any, len(cols))
+	for i, c := range cols {
+		dest[i] = c
+	}
 	for rs.Next() {
-		if err := rs.Scan(&s.rowID, &s.guid, &s.text, &s.body, &s.handleAddr, &s.service, &s.date,
-			&s.flags, &s.errCode, &s.assocGUID, &s.assocType, &s.itemTy,
-			&s.dateRead, &s.threadGUID, &s.balloon,
-			&s.dateDelivered, &s.dateEdited, &s.retracted, &s.emoji, &s.groupAction, &s.groupTitle, &s.otherHandle,
-			&s.scheduleType, &s.account, &s.callerID,
-			&s.summary, &s.partCount, &s.replyTo, &s.chatID); err != nil {
+		if err := rs.Scan(dest...); err != nil {
 			return nil, nil, fmt.Errorf("chatdb: scan message: %w", err)
 		}
-		flag := func(bit int) bool { return s.flags&(1<<bit) != 0 }
-		r := Row{
-			RowID:                s.rowID,
-			GUID:                 colString(s.guid),
-			IsFromMe:             flag(msgFlagFromMe),
-			Service:              serviceName(colString(s.service)),
-			Date:                 AppleTime(colInt(s.date)),
-			DateRead:             AppleTime(colInt(s.dateRead)),
-			DateDelivered:        AppleTime(colInt(s.dateDelivered)),
-			DateEdited:           AppleTime(colInt(s.dateEdited)),
-			DateRetracted:        AppleTime(colInt(s.retracted)),
-			AssociatedEmoji:      colString(s.emoji),
-			GroupActionType:      int(colInt(s.groupAction)),
-			GroupTitle:           colString(s.groupTitle),
-			OtherHandle:          colString(s.otherHandle),
-			IsSent:               flag(msgFlagSent),
-			IsDelivered:          flag(msgFlagDelivered),
-			IsRead:               flag(msgFlagRead),
-			ScheduleType:         int(colInt(s.scheduleType)),
-			HasAttachments:       flag(msgFlagHasAttachments),
-			IsSpam:               flag(msgFlagSpam),
-			Account:              colString(s.account),
-			CallerID:             colString(s.callerID),
-			Error:                int(colInt(s.errCode)),
-			IsAudioMessage:       flag(msgFlagAudio),
-			ItemType:             int(colInt(s.itemTy)),
-			AssociatedGUID:       cleanAssociatedGUID(colString(s.assocGUID)),
-			AssociatedType:       int(colInt(s.assocType)),
-			ThreadOriginatorGUID: colString(s.threadGUID),
-			ReplyToGUID:          colString(s.replyTo),
-			BalloonBundleID:      colString(s.balloon),
-			Chat:                 Chat{RowID: colInt(s.chatID)},
-		}
-		if !r.IsFromMe {
-			r.Sender = colString(s.handleAddr)
-		}
-		if _, valid := s.partCount.(int64); s.summary != nil && valid {
-			// A summary that does not parse leaves the row to
-			// date_retracted, like an older Mac's; it must not stop the
-			// rows after it.
-			if parts, err := retractedParts(s.summary); err == nil {
-				r.RetractedParts, r.PartCount, r.summary = parts, int(colInt(s.partCount)), true
-			}
-		}
-		r.bodyFiles = fileTransferGUIDs(s.body)
-		raw := rawBody(colString(s.text), s.body)
-		if !r.IsAudioMessage {
-			// Text waits for the attachments (see complete): an inline
-			// emoji image keeps a stand-in at its placeholder.
-			r.body = raw
-		} else {
-			// The body of a voice memo is its U+FFFC placeholder. Recent
-			// macOS keeps the transcription as an attribute of that
-			// placeholder, and in the attachment's user_info (see complete);
-			// a body text is taken only when neither has one.
-			if t, ok := attributedTranscription(s.body); ok {
-				r.Transcription = &t
-			} else if text := body(raw, nil); text != nil {
-				r.Transcription = text
-				if weak == nil {
-					weak = map[int64]bool{}
-				}
-				weak[r.RowID] = true
-			}
-		}
-		rows = append(rows, r)
+		rows, weak = s.appendRow(rows, weak)
 	}
 	if err := rs.Err(); err != nil {
 		return nil, nil, fmt.Errorf("chatdb: query messages: %w", err)
 	}
 	return rows, weak, nil
+}
+
+// appendRow maps the scanned message columns to a Row and appends it to
+// rows; weak is as for queryRows.
+func (s *msgScan) appendRow(rows []Row, weak map[int64]bool) ([]Row, map[int64]bool) {
+	flags := s.flags.int()
+	flag := func(bit int) bool { return flags&(1<<bit) != 0 }
+	r := Row{
+		RowID:                s.rowID.int(),
+		GUID:                 s.guid.str(),
+		IsFromMe:             flag(msgFlagFromMe),
+		Service:              serviceName(s.service.str()),
+		Date:                 AppleTime(s.date.int()),
+		DateRead:             AppleTime(s.dateRead.int()),
+		DateDelivered:        AppleTime(s.dateDelivered.int()),
+		DateEdited:           AppleTime(s.dateEdited.int()),
+		DateRetracted:        AppleTime(s.retracted.int()),
+		AssociatedEmoji:      s.emoji.str(),
+		GroupActionType:      int(s.groupAction.int()),
+		GroupTitle:           s.groupTitle.str(),
+		OtherHandle:          s.otherHandle.str(),
+		IsSent:               flag(msgFlagSent),
+		IsDelivered:          flag(msgFlagDelivered),
+		IsRead:               flag(msgFlagRead),
+		ScheduleType:         int(s.scheduleType.int()),
+		HasAttachments:       flag(msgFlagHasAttachments),
+		IsSpam:               flag(msgFlagSpam),
+		Account:              s.account.str(),
+		CallerID:             s.callerID.str(),
+		Error:                int(s.errCode.int()),
+		IsAudioMessage:       flag(msgFlagAudio),
+		ItemType:             int(s.itemTy.int()),
+		AssociatedGUID:       cleanAssociatedGUID(s.assocGUID.str()),
+		AssociatedType:       int(s.assocType.int()),
+		ThreadOriginatorGUID: s.threadGUID.str(),
+		ReplyToGUID:          s.replyTo.str(),
+		BalloonBundleID:      s.balloon.str(),
+		Chat:                 Chat{RowID: s.chatID.int()},
+	}
+	if !r.IsFromMe {
+		r.Sender = s.handleAddr.str()
+	}
+	if s.summary.kind != colNull && s.partCount.kind == colInteger {
+		// A summary that does not parse leaves the row to
+		// date_retracted, like an older Mac's; it must not stop the
+		// rows after it.
+		if parts, err := retractedParts(s.summary.bytes()); err == nil {
+			r.RetractedParts, r.PartCount, r.summary = parts, int(s.partCount.int()), true
+		}
+	}
+	r.bodyFiles = fileTransferGUIDs(s.body.bytes())
+	raw := rawBody(s.text.str(), s.body.bytes())
+	if !r.IsAudioMessage {
+		// Text waits for the attachments (see complete): an inline
+		// emoji image keeps a stand-in at its placeholder.
+		r.body = raw
+	} else {
+		// The body of a voice memo is its U+FFFC placeholder. Recent
+		// macOS keeps the transcription as an attribute of that
+		// placeholder, and in the attachment's user_info (see complete);
+		// a body text is taken only when neither has one.
+		if t, ok := attributedTranscription(s.body.bytes()); ok {
+			r.Transcription = &t
+		} else if text := body(raw, nil); text != nil {
+			r.Transcription = text
+			if weak == nil {
+				weak = map[int64]bool{}
+			}
+			weak[r.RowID] = true
+		}
+	}
+	return append(rows, r), weak
 }
 
 // rawBody returns the message body with its U+FFFC placeholders: text when
