@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
 	"strconv"
 	"strings"
@@ -51,23 +52,36 @@ const batch = 1000
 // event (history imported, a delivery recorded); events wake it at once.
 const poll = time.Second
 
+// schemaVersion is the index's layout (SQLite's user_version). An index of
+// another layout is built again from the store: it holds nothing the store
+// does not.
+const schemaVersion = 2
+
 const schema = `
 CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS chats (
+	id      INTEGER PRIMARY KEY,
+	chat_id TEXT NOT NULL UNIQUE,
+	line_id TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS msgs (
 	id      INTEGER PRIMARY KEY,
-	msg_id  TEXT NOT NULL UNIQUE,
-	line_id TEXT NOT NULL,
-	chat_id TEXT NOT NULL,
+	msg_id  BLOB NOT NULL UNIQUE,
+	chat    INTEGER NOT NULL,
 	sent_at INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS msgs_chat ON msgs (chat_id, sent_at);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 2');
 `
 
 // The index keeps no copy of the text (content = ''): results are message
 // IDs read from the store, and the store already holds every message, so a
 // second copy would only double what a heavy user's history takes on disk.
-// contentless_delete lets an edit or unsend replace a row.
+// contentless_delete lets an edit or unsend replace a row. What maps the
+// index's rows to messages is kept small for the same reason: a message ID
+// in its 16 bytes (storage.CompactMessageID), its chat as a number (the
+// chats table), no index but the ID's. Layout 1 kept the IDs as text with
+// an index by chat: 204 bytes a message beside the text index's 33
+// (BenchmarkSearch's messages).
 
 // Index is the full-text index. Search is safe for concurrent use; one
 // Run applies the feed.
@@ -79,6 +93,10 @@ type Index struct {
 	mu     sync.Mutex
 	caught chan struct{} // closed once the index has caught up with the feed at least once
 	seen   uint64        // the cursor: the last change of the feed applied
+
+	// chats are the chats table's numbers as committed, by chat ID; only
+	// the goroutine of Run uses them.
+	chats map[string]int64
 }
 
 // Open opens (creating if needed) the index in the file path.
@@ -89,11 +107,44 @@ func Open(ctx context.Context, path string, src Source, log *slog.Logger) (*Inde
 	if err != nil {
 		return nil, fmt.Errorf("search index: %w", err)
 	}
-	if _, err := db.ExecContext(ctx, schema); err != nil {
+	if err := migrate(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("search index %s: %w", path, err)
 	}
-	return &Index{db: db, src: src, log: log, caught: make(chan struct{})}, nil
+	return &Index{db: db, src: src, log: log, caught: make(chan struct{}), chats: map[string]int64{}}, nil
+}
+
+// migrate creates the index's tables, in place of those of another
+// layout: the index is then built again (prepare finds no cursor).
+func migrate(ctx context.Context, db *sql.DB) error {
+	var version int
+	if err := db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return err
+	}
+	if version == schemaVersion {
+		_, err := db.ExecContext(ctx, schema)
+		return err
+	}
+	var tables int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table'`).Scan(&tables); err != nil {
+		return err
+	}
+	if tables > 0 {
+		for _, t := range []string{"fts", "msgs", "chats", "meta"} {
+			if _, err := db.ExecContext(ctx, `DROP TABLE IF EXISTS `+t); err != nil {
+				return err
+			}
+		}
+		// The old index's pages back to the file system, not kept free.
+		if _, err := db.ExecContext(ctx, `VACUUM`); err != nil {
+			return err
+		}
+	}
+	if _, err := db.ExecContext(ctx, schema); err != nil {
+		return err
+	}
+	_, err := db.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, schemaVersion))
+	return err
 }
 
 // Close closes the index; Run must have returned.
@@ -148,18 +199,29 @@ func (ix *Index) run(ctx context.Context) error {
 	}
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
+	// A long run of the feed (a history import's) is logged once applied:
+	// search finds all of it from then on.
+	var applied int
+	var since time.Time
 	for {
 		if err := ix.awaitImports(ctx); err != nil {
 			return nil
 		}
 		changed := ix.src.EventsChanged()
-		more, err := ix.follow(ctx)
+		n, more, err := ix.follow(ctx)
 		if err != nil {
 			return err
 		}
-		if more {
+		if n > 0 && applied == 0 {
+			since = time.Now()
+		}
+		if applied += n; more {
 			continue
 		}
+		if applied >= batch {
+			ix.log.Info("search index caught up", "messages", applied, "took", time.Since(since).Round(time.Millisecond))
+		}
+		applied = 0
 		ix.mu.Lock()
 		select {
 		case <-ix.caught:
@@ -204,7 +266,7 @@ func (ix *Index) prepare(ctx context.Context) error {
 			return err
 		}
 		defer tx.Rollback()
-		for _, q := range []string{`DELETE FROM msgs`, `DELETE FROM fts`, `DELETE FROM meta`} {
+		for _, q := range []string{`DELETE FROM msgs`, `DELETE FROM chats`, `DELETE FROM fts`, `DELETE FROM meta`} {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
 				return err
 			}
@@ -215,6 +277,7 @@ func (ix *Index) prepare(ctx context.Context) error {
 		if err := tx.Commit(); err != nil {
 			return err
 		}
+		clear(ix.chats)
 		seen, scanned = last, nil
 	}
 	ix.seen = seen
@@ -236,6 +299,19 @@ func (ix *Index) scan(ctx context.Context) error {
 		if err := ix.awaitImports(ctx); err != nil {
 			return err
 		}
+		// A scan from the start notes the feed's position as it starts
+		// reading, not when the index was made: on a first start that was
+		// before the import, which the scan waits for and then reads, and
+		// which the feed would then have applied all over again (a
+		// million messages put twice).
+		var from *uint64
+		if at == nil {
+			last, err := ix.src.MessageChangesSeq(ctx)
+			if err != nil {
+				return err
+			}
+			from = &last
+		}
 		msgs, next, err := ix.src.AllMessages(ctx, at, batch)
 		if err != nil {
 			return err
@@ -244,8 +320,15 @@ func (ix *Index) scan(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if from != nil {
+			if err := setMeta(ctx, tx, keyCursor, seqBytes(*from)); err != nil {
+				tx.Rollback()
+				return err
+			}
+		}
+		w := ix.writer(tx)
 		for i := range msgs {
-			if err := put(ctx, tx, &msgs[i]); err != nil {
+			if err := w.put(ctx, &msgs[i]); err != nil {
 				tx.Rollback()
 				return err
 			}
@@ -257,9 +340,14 @@ func (ix *Index) scan(ctx context.Context) error {
 			err = setMeta(ctx, tx, keyScan, next)
 		}
 		if err == nil {
-			err = tx.Commit()
+			err = w.commit()
 		} else {
 			tx.Rollback()
+		}
+		if err == nil && from != nil {
+			ix.seen = *from
+			// What the feed held before is in the store the scan reads.
+			err = ix.src.TrimMessageChanges(ctx, *from)
 		}
 		if err != nil || next == nil {
 			if err == nil {
@@ -289,36 +377,37 @@ func (ix *Index) awaitImports(ctx context.Context) error {
 	}
 }
 
-// follow applies a batch of the feed after the cursor; more is true when
-// there may be more.
-func (ix *Index) follow(ctx context.Context) (more bool, err error) {
+// follow applies a batch of the feed after the cursor: n changes; more is
+// true when there may be more.
+func (ix *Index) follow(ctx context.Context) (n int, more bool, err error) {
 	changes, err := ix.src.MessageChanges(ctx, ix.seen, batch)
 	if err != nil || len(changes) == 0 {
-		return false, err
+		return 0, false, err
 	}
 	tx, err := ix.db.BeginTx(ctx, nil)
 	if err != nil {
-		return false, err
+		return 0, false, err
 	}
 	defer tx.Rollback()
+	w := ix.writer(tx)
 	for i := range changes {
-		if err := put(ctx, tx, &changes[i].Message); err != nil {
-			return false, err
+		if err := w.put(ctx, &changes[i].Message); err != nil {
+			return 0, false, err
 		}
 	}
 	last := changes[len(changes)-1].Seq
 	if err := setMeta(ctx, tx, keyCursor, seqBytes(last)); err != nil {
-		return false, err
+		return 0, false, err
 	}
-	if err := tx.Commit(); err != nil {
-		return false, err
+	if err := w.commit(); err != nil {
+		return 0, false, err
 	}
 	ix.seen = last
 	// Only what the index has committed is trimmed.
 	if err := ix.src.TrimMessageChanges(ctx, last); err != nil {
-		return false, err
+		return 0, false, err
 	}
-	return len(changes) >= batch, nil
+	return len(changes), len(changes) >= batch, nil
 }
 
 // body is what a message is found by: its text and its attachments'
@@ -336,10 +425,54 @@ func body(m *storage.Message) string {
 	return strings.Join(parts, "\n")
 }
 
+// writer applies messages to the index in one transaction.
+type writer struct {
+	ix    *Index
+	tx    *sql.Tx
+	chats map[string]int64 // numbered in tx, known once it commits
+}
+
+func (ix *Index) writer(tx *sql.Tx) *writer {
+	return &writer{ix: ix, tx: tx, chats: map[string]int64{}}
+}
+
+// commit commits the transaction and keeps the chats it numbered.
+func (w *writer) commit() error {
+	if err := w.tx.Commit(); err != nil {
+		return err
+	}
+	maps.Copy(w.ix.chats, w.chats)
+	return nil
+}
+
+// chat is the number of chat chatID of line lineID, numbered if new.
+func (w *writer) chat(ctx context.Context, lineID, chatID string) (int64, error) {
+	if n, ok := w.ix.chats[chatID]; ok {
+		return n, nil
+	}
+	if n, ok := w.chats[chatID]; ok {
+		return n, nil
+	}
+	var n int64
+	err := w.tx.QueryRowContext(ctx, `SELECT id FROM chats WHERE chat_id = ?`, chatID).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		var res sql.Result
+		if res, err = w.tx.ExecContext(ctx, `INSERT INTO chats (chat_id, line_id) VALUES (?, ?)`, chatID, lineID); err == nil {
+			n, err = res.LastInsertId()
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	w.chats[chatID] = n
+	return n, nil
+}
+
 // put indexes m as it is now, in place of what the index had of it.
-func put(ctx context.Context, tx *sql.Tx, m *storage.Message) error {
+func (w *writer) put(ctx context.Context, m *storage.Message) error {
+	tx, msgID := w.tx, storage.CompactMessageID(m.ID)
 	var id int64
-	err := tx.QueryRowContext(ctx, `SELECT id FROM msgs WHERE msg_id = ?`, m.ID).Scan(&id)
+	err := tx.QueryRowContext(ctx, `SELECT id FROM msgs WHERE msg_id = ?`, msgID).Scan(&id)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		id = 0
@@ -351,14 +484,19 @@ func put(ctx context.Context, tx *sql.Tx, m *storage.Message) error {
 		}
 	}
 	text := body(m)
-	if text == "" {
-		if id != 0 {
-			_, err = tx.ExecContext(ctx, `DELETE FROM msgs WHERE id = ?`, id)
+	if text == "" { // nothing to find it by: an unsent message, a file alone
+		if id == 0 {
+			return nil
 		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM msgs WHERE id = ?`, id)
 		return err
 	}
 	if id == 0 {
-		res, err := tx.ExecContext(ctx, `INSERT INTO msgs (msg_id, line_id, chat_id, sent_at) VALUES (?, ?, ?, ?)`, m.ID, m.LineID, m.ChatID, m.SentAt)
+		chat, err := w.chat(ctx, m.LineID, m.ChatID)
+		if err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO msgs (msg_id, chat, sent_at) VALUES (?, ?, ?)`, msgID, chat, m.SentAt)
 		if err != nil {
 			return err
 		}
@@ -436,7 +574,8 @@ func (ix *Index) Search(ctx context.Context, q Query) (hits []Hit, more bool, er
 		}
 	}
 	sqlText := `SELECT m.msg_id, m.sent_at, m.id FROM fts JOIN msgs m ON m.id = fts.rowid
-		WHERE fts MATCH ? AND m.line_id = ? AND (? = '' OR m.chat_id = ?) AND (m.sent_at, m.id) < (?, ?)
+		WHERE fts MATCH ? AND m.chat IN (SELECT id FROM chats WHERE line_id = ? AND (? = '' OR chat_id = ?))
+		AND (m.sent_at, m.id) < (?, ?)
 		ORDER BY m.sent_at DESC, m.id DESC LIMIT ?`
 	rows, err := ix.db.QueryContext(ctx, sqlText, expr, q.LineID, q.ChatID, q.ChatID, before[0], before[1], q.Limit+1)
 	if err != nil {
@@ -446,9 +585,11 @@ func (ix *Index) Search(ctx context.Context, q Query) (hits []Hit, more bool, er
 	for rows.Next() {
 		var h Hit
 		var id int64
-		if err := rows.Scan(&h.MessageID, &h.SentAt, &id); err != nil {
+		var msgID []byte
+		if err := rows.Scan(&msgID, &h.SentAt, &id); err != nil {
 			return nil, false, err
 		}
+		h.MessageID = storage.MessageIDFromCompact(msgID)
 		h.Cursor = strconv.FormatInt(h.SentAt, 10) + "." + strconv.FormatInt(id, 10)
 		hits = append(hits, h)
 	}

@@ -2,6 +2,7 @@ package search_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -236,4 +238,147 @@ func TestQueries(t *testing.T) {
 	if _, _, err := ix.Search(t.Context(), search.Query{LineID: f.line.ID, Text: "order", Limit: 2, Before: "x"}); err != search.ErrBadCursor {
 		t.Errorf("a bad cursor: %v", err)
 	}
+}
+
+// countingSource is the store, with the messages its feed hands the index
+// counted.
+type countingSource struct {
+	*storage.DB
+	fed atomic.Int64
+}
+
+func (s *countingSource) MessageChanges(ctx context.Context, after uint64, max int) ([]storage.MessageChange, error) {
+	changes, err := s.DB.MessageChanges(ctx, after, max)
+	s.fed.Add(int64(len(changes)))
+	return changes, err
+}
+
+// TestFirstStartIndexedOnce: on a first start the index is made before the
+// history import, which it waits for. Its scan then reads every message,
+// and the feed, which holds the imported messages too, does not hand them
+// over again; what is stored after comes through the feed.
+func TestFirstStartIndexedOnce(t *testing.T) {
+	f := newFixture(t, t.TempDir())
+	page := func(from, to int) []storage.Inbound {
+		var msgs []storage.Inbound
+		for i := from; i < to; i++ {
+			text := fmt.Sprintf("history lighthouse %d", i)
+			msgs = append(msgs, storage.Inbound{Chat: f.chat, Message: storage.Message{GUID: fmt.Sprintf("HISTORY-%d", i), Sender: alice,
+				Text: &text, Service: "imessage", SentAt: 1_600_000_000_000 + int64(i), SyncedAt: time.Now().UnixMilli()}})
+		}
+		return msgs
+	}
+	release, imported := make(chan struct{}), make(chan error, 1)
+	go func() {
+		_, err := f.db.ImportHistoryPages(t.Context(), f.line.ID, func(yield func([]storage.Inbound, error) bool) {
+			if yield(page(0, 30), nil) {
+				<-release
+				yield(page(30, 60), nil)
+			}
+		})
+		imported <- err
+	}()
+	testkit.Eventually(t, 10*time.Second, func() bool { busy, _ := f.db.Importing(); return busy })
+
+	path := filepath.Join(f.dir, "search.db")
+	src := &countingSource{DB: f.db}
+	ix, err := search.Open(t.Context(), path, src, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { ix.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done; ix.Close() })
+	// The index has noted where the feed was, and waits for the import.
+	peek, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peek.Close()
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		var n int
+		return peek.QueryRow(`SELECT COUNT(*) FROM meta WHERE k = 'cursor'`).Scan(&n) == nil && n == 1
+	})
+	close(release)
+	if err := <-imported; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ix.Caught():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the index did not catch up")
+	}
+	if got := f.find(ix, "lighthouse"); len(got) != 60 {
+		t.Fatalf("found %d of the 60 imported messages", len(got))
+	}
+	if n := src.fed.Load(); n != 0 {
+		t.Errorf("the feed handed over %d messages the scan had read", n)
+	}
+	live := f.inbound("a live lighthouse")
+	testkit.Eventually(t, 10*time.Second, func() bool { return slices.Contains(f.find(ix, "live"), live.ID) })
+	if n := src.fed.Load(); n != 1 {
+		t.Errorf("the feed handed over %d messages, want the live one", n)
+	}
+}
+
+// TestOldLayoutRebuilt: an index of the first layout (message IDs as text,
+// an index by chat) is dropped and built again from the store.
+func TestOldLayoutRebuilt(t *testing.T) {
+	f := newFixture(t, t.TempDir())
+	kept := f.inbound("stored before the upgrade: marmalade")
+	path := filepath.Join(f.dir, "search.db")
+	old, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`CREATE TABLE meta (k TEXT PRIMARY KEY, v BLOB NOT NULL)`,
+		`CREATE TABLE msgs (id INTEGER PRIMARY KEY, msg_id TEXT NOT NULL UNIQUE, line_id TEXT NOT NULL, chat_id TEXT NOT NULL, sent_at INTEGER NOT NULL)`,
+		`CREATE INDEX msgs_chat ON msgs (chat_id, sent_at)`,
+		`CREATE VIRTUAL TABLE fts USING fts5(body, content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 2')`,
+		`INSERT INTO meta VALUES ('cursor', '1'), ('scanned', '1')`,
+		`INSERT INTO msgs VALUES (1, 'msg_gone', 'lin_x', 'cht_x', 1)`,
+		`INSERT INTO fts (rowid, body) VALUES (1, 'marmalade from a stale index')`,
+	} {
+		if _, err := old.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old.Close()
+	ix, _ := f.index()
+	if got := f.find(ix, "marmalade"); !slices.Equal(got, []string{kept.ID}) {
+		t.Fatalf("after the upgrade: %v, want %s", got, kept.ID)
+	}
+	peek, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peek.Close()
+	var version, lineCols int
+	if err := peek.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if err := peek.QueryRow(`SELECT COUNT(*) FROM pragma_table_info('msgs') WHERE name = 'line_id'`).Scan(&lineCols); err != nil {
+		t.Fatal(err)
+	}
+	if version != 2 || lineCols != 0 {
+		t.Errorf("layout %d with %d line_id columns, want 2 and none", version, lineCols)
+	}
+}
+
+// TestNothingToFindBy: a message with no words (a file alone) is not
+// indexed, and does not hold up the messages after it.
+func TestNothingToFindBy(t *testing.T) {
+	f := newFixture(t, t.TempDir())
+	ix, _ := f.index()
+	res, err := f.db.RecordInbound(t.Context(), storage.Inbound{Chat: f.chat, Message: storage.Message{ID: storage.NewID("msg_"),
+		GUID: "GUID-FILE-ALONE", Sender: alice, Service: "imessage", Attachments: []storage.Attachment{{Filename: "IMG_0001.heic", MimeType: "image/heic", Size: 1024}},
+		SentAt: time.Now().UnixMilli(), SyncedAt: time.Now().UnixMilli()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.chat.ID = res.Chat.ID
+	after := f.inbound("the photo above is of the harbour")
+	testkit.Eventually(t, 10*time.Second, func() bool { return slices.Equal(f.find(ix, "harbour"), []string{after.ID}) })
 }

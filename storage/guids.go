@@ -99,6 +99,14 @@ func idFromValue(v []byte) []byte {
 	return v
 }
 
+// CompactMessageID is a message ID as an index keeps it (idValue): a msg_
+// ID in its 16 bytes, anything else as it is. MessageIDFromCompact gives
+// the ID back.
+func CompactMessageID(id string) []byte { return idValue([]byte(id)) }
+
+// MessageIDFromCompact is the message ID CompactMessageID kept.
+func MessageIDFromCompact(v []byte) string { return string(idFromValue(v)) }
+
 // lookupJournal looks a GUID up in each journal generation.
 func lookupJournal(tx *bolt.Tx, guid []byte) []byte {
 	j := tx.Bucket(bktGUIDJournal)
