@@ -831,6 +831,24 @@ func BenchmarkRows100k(b *testing.B) {
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
 
+// readBacklog reads a backlog from its start, pages of size rows at a
+// time.
+func readBacklog(t *testing.T, backlog *chatdb.Backlog, size int) []chatdb.Row {
+	t.Helper()
+	var got []chatdb.Row
+	for after := int64(0); ; {
+		page, err := backlog.Rows(context.Background(), after, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			return got
+		}
+		got = append(got, page...)
+		after = page[len(page)-1].RowID
+	}
+}
+
 // The Backlog reads its message rows through a connection of its own, not
 // database/sql: every kind of row, and the values SQLite keeps as it was
 // given them (a date written as a real number of seconds, text written as
@@ -867,18 +885,7 @@ func TestBacklogRowsAsRows(t *testing.T) {
 	}
 	backlog := db.Backlog()
 	defer backlog.Close()
-	var got []chatdb.Row
-	for after := int64(0); ; {
-		page, err := backlog.Rows(ctx, after, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(page) == 0 {
-			break
-		}
-		got = append(got, page...)
-		after = page[len(page)-1].RowID
-	}
+	got := readBacklog(t, backlog, 3)
 	if len(want) != 14 || len(got) != len(want) {
 		t.Fatalf("backlog read %d rows, Rows %d; want 14", len(got), len(want))
 	}
@@ -916,18 +923,7 @@ func TestBacklogReadsChatsOnce(t *testing.T) {
 	}
 	first = slices.Clone(first) // the next page reuses the slice
 	f.Rename(group, bob, "Renamed")
-	var got []chatdb.Row
-	for after := int64(0); ; {
-		page, err := backlog.Rows(ctx, after, 7)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(page) == 0 {
-			break
-		}
-		got = append(got, page...)
-		after = page[len(page)-1].RowID
-	}
+	got := readBacklog(t, backlog, 7)
 	if len(got) < 7 || !reflect.DeepEqual(first, got[:7]) {
 		t.Errorf("the first page read twice differs")
 	}
