@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -25,10 +26,12 @@ import (
 // again as a host would be.
 type fleetProc struct {
 	*testDaemon
-	bin  string
-	node string
-	line string
-	cmd  *exec.Cmd
+	bin    string
+	node   string
+	line   string
+	cmd    *exec.Cmd
+	ended  chan struct{} // closed once the process has ended
+	stderr *testkit.LogBuffer
 }
 
 // startFleetProcs builds the binary and starts n nodes (daemontest's fleet
@@ -41,11 +44,33 @@ func startFleetProcs(t testing.TB, n int, extra string) []*fleetProc {
 		t.Skip("builds and runs the binary")
 	}
 	bin := buildBinary(t)
+	// A port freePort found may be taken before the node listens on it
+	// (by any process on the machine, an outgoing connection's too): a
+	// fleet whose node could not listen is started again on new ports.
+	for attempt := 1; ; attempt++ {
+		procs, taken := tryFleetProcs(t, bin, n, extra)
+		if !taken {
+			return procs
+		}
+		for _, p := range procs {
+			p.kill()
+		}
+		if attempt == 3 {
+			t.Fatalf("three fleets in a row could not listen on the ports found free")
+		}
+		t.Logf("a node could not listen on its port; starting the fleet again on new ports")
+	}
+}
+
+// tryFleetProcs starts n nodes and waits until they all answer; taken is
+// true when one of them ended because a port was in use.
+func tryFleetProcs(t testing.TB, bin string, n int, extra string) (procs []*fleetProc, taken bool) {
+	t.Helper()
 	routes := make([]string, n)
 	for i := range routes {
 		routes[i] = freePort(t)
 	}
-	procs := make([]*fleetProc, n)
+	procs = make([]*fleetProc, n)
 	for i := range procs {
 		dir := t.TempDir()
 		addr := freePort(t)
@@ -58,39 +83,72 @@ func startFleetProcs(t testing.TB, n int, extra string) []*fleetProc {
 		p.launch()
 	}
 	var wg sync.WaitGroup
+	var inUse atomic.Bool
 	for _, p := range procs {
-		wg.Go(p.waitUp)
+		wg.Go(func() {
+			if !p.up() && strings.Contains(p.stderr.String(), "address already in use") {
+				inUse.Store(true)
+			}
+		})
 	}
 	wg.Wait()
-	return procs
+	if inUse.Load() {
+		return procs, true
+	}
+	for _, p := range procs {
+		p.waitUp()
+	}
+	return procs, false
 }
 
 // launch starts the node's process; it is killed when the test ends.
 func (p *fleetProc) launch() {
 	p.t.Helper()
 	cmd := exec.Command(p.bin, "serve", "--config", p.cfgPath)
+	p.stderr = &testkit.LogBuffer{}
+	cmd.Stderr = p.stderr
 	if testing.Verbose() {
-		cmd.Stderr = os.Stderr
+		cmd.Stderr = io.MultiWriter(os.Stderr, p.stderr)
 	}
 	if err := cmd.Start(); err != nil {
 		p.t.Fatal(err)
 	}
-	p.cmd = cmd
-	p.t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	ended := make(chan struct{})
+	go func() { cmd.Wait(); close(ended) }()
+	p.cmd, p.ended = cmd, ended
+	p.t.Cleanup(func() { cmd.Process.Kill(); <-ended })
 }
 
-// waitUp waits until the node answers on its admin socket.
+// up waits until the node answers on its admin socket, or its process
+// ends (false).
+func (p *fleetProc) up() bool {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, _, code := p.cli("keys", "list"); code == 0 {
+			return true
+		}
+		select {
+		case <-p.ended:
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return false
+}
+
+// waitUp waits until the node answers on its admin socket, and fails the
+// test with the node's own words when it does not.
 func (p *fleetProc) waitUp() {
-	testkit.Eventually(p.t, 60*time.Second, func() bool {
-		_, _, code := p.cli("keys", "list")
-		return code == 0
-	})
+	p.t.Helper()
+	if !p.up() {
+		p.t.Fatalf("node %s did not come up; it wrote:\n%s", p.node, p.stderr.String())
+	}
 }
 
 // kill ends the node's process with SIGKILL: nothing of it is shut down.
 func (p *fleetProc) kill() {
 	p.cmd.Process.Kill()
-	p.cmd.Wait()
+	<-p.ended
 }
 
 // restart starts the node again on its data, and waits until it answers.
